@@ -1,0 +1,32 @@
+// entry.h -- Entry: one cached product of a code object.
+//
+// An Entry is a small GC-tracked Python object: the product a backend compiled,
+// the guard that decides whether the product applies to a call, and a hit count.
+// Entries live in exactly one Holder's list at a time (or in none, once removed);
+// they never point back at their holder, so removing one needs no bookkeeping.
+#pragma once
+
+#include "compat.h"
+
+#include <cstdint>
+
+namespace coextra {
+
+struct Entry {
+    PyObject_HEAD
+    PyObject *product;  // owned, never NULL
+    PyObject *guard;    // owned; NULL means "no guard, always matches" (None in Python)
+    uint64_t hits;      // lookups this entry answered
+};
+
+extern PyTypeObject EntryType;
+
+inline bool entry_check(PyObject *op) { return Py_IS_TYPE(op, &EntryType); }
+
+// New entry, or NULL with an exception. `guard` may be NULL or None (no guard);
+// anything else must be callable (TypeError otherwise).
+Entry *entry_new(PyObject *product, PyObject *guard);
+
+int entry_type_ready();
+
+}  // namespace coextra

@@ -1,0 +1,410 @@
+// holder.cpp -- the Holder type: list operations and the Python methods.
+#include "holder.h"
+
+#include "live_counts.h"
+
+#include <cstring>
+#include <limits>
+
+namespace coextra {
+
+// ---------------------------------------------------------------------------
+// Storage. `items` is a plain array: holders usually have one or a few entries,
+// so an array is both the smallest layout (one 16-byte block for one entry) and
+// the fastest to scan; moving a hit to the front is a short memmove.
+
+static int reserve(Holder *h, uint32_t wanted) {
+    if (wanted <= h->capacity) {
+        return 0;
+    }
+    uint32_t capacity = h->capacity ? h->capacity * 2 : 1;
+    while (capacity < wanted) {
+        capacity *= 2;
+    }
+    auto *items = static_cast<PyObject **>(PyMem_Realloc(h->items, capacity * sizeof(PyObject *)));
+    if (items == nullptr) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    h->items = items;
+    h->capacity = capacity;
+    return 0;
+}
+
+static Py_ssize_t index_of(const Holder *h, const Entry *entry) {
+    for (uint32_t i = 0; i < h->size; i++) {
+        if (h->items[i] == reinterpret_cast<const PyObject *>(entry)) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+// Takes items[i] out of the array and returns the reference the array held.
+static PyObject *take_at(Holder *h, uint32_t i) {
+    PyObject *taken = h->items[i];
+    std::memmove(&h->items[i], &h->items[i + 1], (h->size - i - 1) * sizeof(PyObject *));
+    h->size--;
+    return taken;
+}
+
+// Evicts from the LRU end. Each entry is unlinked before its reference is
+// dropped, so a __del__ that runs during the drop sees a consistent holder (and
+// whatever it adds is bounded by the same loop).
+static void evict_beyond_bound(Holder *h) {
+    while (h->max_entries != 0 && h->size > h->max_entries) {
+        Py_DECREF(take_at(h, h->size - 1));
+    }
+}
+
+Holder *holder_new() {
+    Holder *h = PyObject_GC_New(Holder, &HolderType);
+    if (h == nullptr) {
+        return nullptr;
+    }
+    h->code = nullptr;
+    h->items = nullptr;
+    h->size = 0;
+    h->capacity = 0;
+    h->max_entries = 0;
+    h->registry_slot = 0;
+    live_counts.holders++;
+    PyObject_GC_Track(h);
+    return h;
+}
+
+Entry *holder_add(Holder *h, PyObject *product, PyObject *guard) {
+    Entry *entry = entry_new(product, guard);
+    if (entry == nullptr) {
+        return nullptr;
+    }
+    if (reserve(h, h->size + 1) < 0) {
+        Py_DECREF(entry);
+        return nullptr;
+    }
+    std::memmove(&h->items[1], &h->items[0], h->size * sizeof(PyObject *));
+    h->items[0] = Py_NewRef(reinterpret_cast<PyObject *>(entry));
+    h->size++;
+    evict_beyond_bound(h);
+    return entry;
+}
+
+int holder_lookup(Holder *h, EntryMatcher match, void *context, Entry **found) {
+    *found = nullptr;
+    const uint32_t n = h->size;
+    if (n == 0) {
+        return 0;
+    }
+    // A matcher may run Python code that adds, removes, clears or detaches; walk
+    // a private snapshot holding its own references instead of the live array.
+    PyObject *inline_snapshot[8];
+    PyObject **snapshot = inline_snapshot;
+    if (n > 8) {
+        snapshot = static_cast<PyObject **>(PyMem_Malloc(n * sizeof(PyObject *)));
+        if (snapshot == nullptr) {
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        snapshot[i] = Py_NewRef(h->items[i]);
+    }
+    int result = 0;
+    for (uint32_t i = 0; i < n && result == 0; i++) {
+        Entry *entry = reinterpret_cast<Entry *>(snapshot[i]);
+        result = match(entry, context);
+        if (result > 0) {
+            *found = reinterpret_cast<Entry *>(Py_NewRef(entry));
+        }
+    }
+    if (result > 0) {
+        Entry *hit = *found;
+        hit->hits++;
+        // The hit may have moved, or left the holder, while matchers ran.
+        Py_ssize_t at = index_of(h, hit);
+        if (at > 0) {
+            std::memmove(&h->items[1], &h->items[0], at * sizeof(PyObject *));
+            h->items[0] = reinterpret_cast<PyObject *>(hit);
+        }
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        Py_DECREF(snapshot[i]);
+    }
+    if (snapshot != inline_snapshot) {
+        PyMem_Free(snapshot);
+    }
+    return result < 0 ? -1 : result;
+}
+
+int holder_remove(Holder *h, Entry *entry) {
+    Py_ssize_t at = index_of(h, entry);
+    if (at < 0) {
+        return 0;
+    }
+    Py_DECREF(take_at(h, static_cast<uint32_t>(at)));
+    return 1;
+}
+
+void holder_clear(Holder *h) {
+    // Detach the whole array first: dropping the references may run __del__
+    // methods that use this holder again, and they must find it empty.
+    PyObject **items = h->items;
+    uint32_t size = h->size;
+    h->items = nullptr;
+    h->size = 0;
+    h->capacity = 0;
+    for (uint32_t i = 0; i < size; i++) {
+        Py_DECREF(items[i]);
+    }
+    PyMem_Free(items);
+}
+
+void holder_set_max_entries(Holder *h, uint32_t max_entries) {
+    h->max_entries = max_entries;
+    evict_beyond_bound(h);
+}
+
+PyObject *holder_entries(Holder *h) {
+    PyObject *list = PyList_New(h->size);
+    if (list == nullptr) {
+        return nullptr;
+    }
+    for (uint32_t i = 0; i < h->size; i++) {
+        PyList_SET_ITEM(list, i, Py_NewRef(h->items[i]));
+    }
+    return list;
+}
+
+// ---------------------------------------------------------------------------
+// GC contract of Holder.
+//   Owns:     one strong reference to every Entry in items.
+//   Borrows:  `code` (see holder.h: valid while non-NULL). Not visited: a code
+//             object is not a GC container, and the holder does not own it.
+//   Owned by: the Registry while attached (one reference), plus whoever holds
+//             the holder from Python or C. co_extra holds only a non-owning
+//             pointer, so the code object is never an owner.
+//   Traverse: visits every entry, which is everything it owns.
+//   Clear:    drops every entry (holder_clear). It never detaches: attachment is
+//             the registry's to undo, and an attached holder cannot be cyclic
+//             garbage while the registry that owns it is alive.
+
+static int holder_traverse(PyObject *op, visitproc visit, void *arg) {
+    Holder *h = reinterpret_cast<Holder *>(op);
+    for (uint32_t i = 0; i < h->size; i++) {
+        Py_VISIT(h->items[i]);
+    }
+    return 0;
+}
+
+static int holder_tp_clear(PyObject *op) {
+    holder_clear(reinterpret_cast<Holder *>(op));
+    return 0;
+}
+
+static void holder_dealloc(PyObject *op) {
+    Holder *h = reinterpret_cast<Holder *>(op);
+    // The registry holds a reference while attached, so a dying holder is detached.
+    assert(!holder_attached(h));
+    PyObject_GC_UnTrack(op);
+    Py_TRASHCAN_BEGIN(op, holder_dealloc)
+    holder_clear(h);
+    live_counts.holders--;
+    PyObject_GC_Del(op);
+    Py_TRASHCAN_END
+}
+
+// ---------------------------------------------------------------------------
+// Python methods.
+
+static PyObject *holder_py_add(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
+                               PyObject *kwnames) {
+    static const char *const names[] = {"product", "guard"};
+    PyObject *values[2] = {nullptr, Py_None};
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (nargs > 2) {
+        PyErr_Format(PyExc_TypeError, "add() takes at most 2 arguments (%zd given)", nargs);
+        return nullptr;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        values[i] = args[i];
+    }
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, k);
+        int slot = -1;
+        for (int j = 0; j < 2; j++) {
+            if (PyUnicode_CompareWithASCIIString(key, names[j]) == 0) {
+                slot = j;
+            }
+        }
+        if (slot < 0 || slot < nargs) {
+            PyErr_Format(PyExc_TypeError, "add() got an unexpected or repeated argument '%U'", key);
+            return nullptr;
+        }
+        values[slot] = args[nargs + k];
+    }
+    if (values[0] == nullptr) {
+        PyErr_SetString(PyExc_TypeError, "add() missing required argument 'product'");
+        return nullptr;
+    }
+    return reinterpret_cast<PyObject *>(
+        holder_add(reinterpret_cast<Holder *>(op), values[0], values[1]));
+}
+
+// The arguments of a Python-level lookup, passed on to every guard unchanged.
+struct GuardCall {
+    PyObject *const *args;
+    size_t nargsf;
+    PyObject *kwnames;
+};
+
+static int match_python_guard(Entry *entry, void *context) {
+    if (entry->guard == nullptr) {
+        return 1;  // no guard: always matches
+    }
+    auto *call = static_cast<GuardCall *>(context);
+    PyObject *verdict = PyObject_Vectorcall(entry->guard, call->args, call->nargsf, call->kwnames);
+    if (verdict == nullptr) {
+        return -1;
+    }
+    int truth = PyObject_IsTrue(verdict);
+    Py_DECREF(verdict);
+    return truth;
+}
+
+static PyObject *holder_py_lookup(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
+                                  PyObject *kwnames) {
+    GuardCall call{args, static_cast<size_t>(nargs), kwnames};
+    Entry *found = nullptr;
+    if (holder_lookup(reinterpret_cast<Holder *>(op), match_python_guard, &call, &found) < 0) {
+        return nullptr;
+    }
+    return found ? reinterpret_cast<PyObject *>(found) : Py_NewRef(Py_None);
+}
+
+static PyObject *holder_py_remove(PyObject *op, PyObject *entry) {
+    if (!entry_check(entry) ||
+        !holder_remove(reinterpret_cast<Holder *>(op), reinterpret_cast<Entry *>(entry))) {
+        PyErr_SetString(PyExc_ValueError, "Holder.remove(entry): entry is not in this holder");
+        return nullptr;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *holder_py_clear(PyObject *op, PyObject *) {
+    holder_clear(reinterpret_cast<Holder *>(op));
+    Py_RETURN_NONE;
+}
+
+static PyObject *holder_get_code(PyObject *op, void *) {
+    PyObject *code = reinterpret_cast<Holder *>(op)->code;
+    return Py_NewRef(code ? code : Py_None);
+}
+
+static PyObject *holder_get_entries(PyObject *op, void *) {
+    return holder_entries(reinterpret_cast<Holder *>(op));
+}
+
+static PyObject *holder_get_max_entries(PyObject *op, void *) {
+    uint32_t bound = reinterpret_cast<Holder *>(op)->max_entries;
+    return bound ? PyLong_FromUnsignedLong(bound) : Py_NewRef(Py_None);
+}
+
+static int holder_set_max_entries_py(PyObject *op, PyObject *value, void *) {
+    if (value == nullptr) {
+        PyErr_SetString(PyExc_AttributeError, "max_entries cannot be deleted (set it to None)");
+        return -1;
+    }
+    uint32_t bound = 0;
+    if (value != Py_None) {
+        if (!PyLong_Check(value) || PyBool_Check(value)) {
+            PyErr_Format(PyExc_TypeError, "max_entries must be None or an int >= 1, not '%.200s'",
+                         Py_TYPE(value)->tp_name);
+            return -1;
+        }
+        int overflow = 0;
+        long long requested = PyLong_AsLongLongAndOverflow(value, &overflow);
+        if (requested == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+        if (overflow != 0 || requested < 1 ||
+            requested > static_cast<long long>(std::numeric_limits<uint32_t>::max())) {
+            PyErr_SetString(PyExc_ValueError, "max_entries must be None or an int from 1 to 2**32-1");
+            return -1;
+        }
+        bound = static_cast<uint32_t>(requested);
+    }
+    holder_set_max_entries(reinterpret_cast<Holder *>(op), bound);
+    return 0;
+}
+
+static Py_ssize_t holder_length(PyObject *op) { return reinterpret_cast<Holder *>(op)->size; }
+
+static PyObject *holder_iter(PyObject *op) {
+    // Iterate over a snapshot: the loop body may change the holder.
+    PyObject *entries = holder_entries(reinterpret_cast<Holder *>(op));
+    if (entries == nullptr) {
+        return nullptr;
+    }
+    PyObject *iterator = PyObject_GetIter(entries);
+    Py_DECREF(entries);
+    return iterator;
+}
+
+static PyObject *holder_repr(PyObject *op) {
+    Holder *h = reinterpret_cast<Holder *>(op);
+    if (!holder_attached(h)) {
+        return PyUnicode_FromFormat("<coextra.Holder detached entries=%u>", h->size);
+    }
+    return PyUnicode_FromFormat("<coextra.Holder code=%R entries=%u>", h->code, h->size);
+}
+
+static PyMethodDef holder_methods[] = {
+    {"add", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(holder_py_add)),
+     METH_FASTCALL | METH_KEYWORDS,
+     "add(product, guard=None) -> Entry\n\nInsert a new entry at the front; evict beyond "
+     "max_entries."},
+    {"lookup", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(holder_py_lookup)),
+     METH_FASTCALL | METH_KEYWORDS,
+     "lookup(*args, **kwargs) -> Entry | None\n\nThe first entry whose guard returns true for "
+     "these arguments (an entry without a guard always matches); the hit moves to the front."},
+    {"remove", holder_py_remove, METH_O,
+     "remove(entry)\n\nRemove entry; ValueError if it is not in this holder."},
+    {"clear", holder_py_clear, METH_NOARGS, "clear()\n\nRemove every entry."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+static PyGetSetDef holder_getset[] = {
+    {"code", holder_get_code, nullptr, "The code object, or None once detached.", nullptr},
+    {"entries", holder_get_entries, nullptr, "A list of the entries, most recently used first.",
+     nullptr},
+    {"max_entries", holder_get_max_entries, holder_set_max_entries_py,
+     "None (unbounded) or the most entries kept; the least recently used are evicted.", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr},
+};
+
+static PySequenceMethods holder_as_sequence = {};
+
+PyTypeObject HolderType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+int holder_type_ready() {
+    if (HolderType.tp_flags & Py_TPFLAGS_READY) {
+        return 0;
+    }
+    holder_as_sequence.sq_length = holder_length;
+    HolderType.tp_name = "coextra.Holder";
+    HolderType.tp_doc = "The cache of one code object: entries, most recently used first.";
+    HolderType.tp_basicsize = sizeof(Holder);
+    HolderType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC;
+    HolderType.tp_dealloc = holder_dealloc;
+    HolderType.tp_traverse = holder_traverse;
+    HolderType.tp_clear = holder_tp_clear;
+    HolderType.tp_repr = holder_repr;
+    HolderType.tp_iter = holder_iter;
+    HolderType.tp_as_sequence = &holder_as_sequence;
+    HolderType.tp_methods = holder_methods;
+    HolderType.tp_getset = holder_getset;
+    // tp_new stays NULL: holders are made by coextra.holder(obj, create=True).
+    return PyType_Ready(&HolderType);
+}
+
+}  // namespace coextra

@@ -1,0 +1,70 @@
+// holder.h -- Holder: the cache of one code object.
+//
+// A Holder is a GC-tracked Python object holding an ordered list of Entry
+// objects, most recently used first, optionally bounded by max_entries (the
+// least recently used entry is evicted). It is created attached to one code
+// object by the Registry and may later be detached (see registry.h); a detached
+// holder keeps working as a plain container and is never attached again.
+//
+// Reentrancy: every operation that can run Python code (a guard call, or the
+// last reference to an entry going away and running a product's __del__) first
+// leaves the holder in a consistent state, so that code may freely call back
+// into this holder or into coextra.
+#pragma once
+
+#include "compat.h"
+#include "entry.h"
+
+#include <cstdint>
+
+namespace coextra {
+
+struct Holder {
+    PyObject_HEAD
+    // The code object this holder is attached to, or NULL once detached (and
+    // only then: NULL is the "detached" mark). Borrowed: the registry detaches
+    // the holder before the code object is freed (co_extra free function), so
+    // the pointer never dangles while it is non-NULL.
+    PyObject *code;
+    PyObject **items;        // owned references to Entry objects, MRU first
+    uint32_t size;           // entries in items
+    uint32_t capacity;       // allocated slots in items
+    uint32_t max_entries;    // 0: unbounded
+    uint32_t registry_slot;  // index in the registry's holder table while attached
+};
+
+extern PyTypeObject HolderType;
+
+inline bool holder_check(PyObject *op) { return Py_IS_TYPE(op, &HolderType); }
+inline bool holder_attached(const Holder *h) { return h->code != nullptr; }
+
+// A new, empty, detached holder (the registry attaches it), or NULL with an exception.
+Holder *holder_new();
+
+// Inserts a new entry at the front and evicts beyond max_entries.
+// Returns a new reference to the entry, or NULL with an exception.
+Entry *holder_add(Holder *h, PyObject *product, PyObject *guard);
+
+// Decides whether `entry` answers a lookup: 1 yes, 0 no, -1 error (exception set).
+using EntryMatcher = int (*)(Entry *entry, void *context);
+
+// Finds the first entry (MRU order) that `match` accepts; moves it to the front
+// and counts the hit. Returns 1 and a new reference in *found, 0 when nothing
+// matches, -1 with an exception (the holder is then left unchanged).
+int holder_lookup(Holder *h, EntryMatcher match, void *context, Entry **found);
+
+// Removes `entry`: 1 when it was there, 0 when it was not.
+int holder_remove(Holder *h, Entry *entry);
+
+// Drops every entry.
+void holder_clear(Holder *h);
+
+// 0 means unbounded. Evicts the least recently used entries beyond the bound.
+void holder_set_max_entries(Holder *h, uint32_t max_entries);
+
+// A new list of the entries, MRU first, or NULL with an exception.
+PyObject *holder_entries(Holder *h);
+
+int holder_type_ready();
+
+}  // namespace coextra

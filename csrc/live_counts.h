@@ -1,0 +1,19 @@
+// live_counts.h -- how many Holder and Entry objects exist right now.
+//
+// Attached or not: a detached holder still counts until it is freed. Tests and
+// stats() use these to prove that objects are really released; they cost one
+// increment per allocation and are only touched with the GIL held.
+#pragma once
+
+#include <cstdint>
+
+namespace coextra {
+
+struct LiveCounts {
+    int64_t holders = 0;
+    int64_t entries = 0;
+};
+
+inline LiveCounts live_counts;
+
+}  // namespace coextra

@@ -1,0 +1,151 @@
+// module.cpp -- coextra._coextra: the Python API over the C++ core.
+//
+// pybind11 builds the module and the functions that are not on a hot path.
+// holder() is a raw METH_FASTCALL function instead: it is what a Python backend
+// calls on every frame, and pybind11's generic dispatch would cost more than the
+// lookup itself (see bench/bench_lookup.py).
+#include <pybind11/pybind11.h>
+
+#include "../holder.h"
+#include "../live_counts.h"
+#include "../registry.h"
+#include "../target.h"
+
+namespace py = pybind11;
+using namespace coextra;
+
+namespace {
+
+PyObject *code_or_throw(py::handle obj) {
+    PyObject *code = code_of(obj.ptr());
+    if (code == nullptr) {
+        throw py::error_already_set();
+    }
+    return code;
+}
+
+// holder(obj, create=False) -> Holder | None
+PyObject *py_holder(PyObject *, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    PyObject *create_arg = nullptr;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (nargs + nkw < 1 || nargs + nkw > 2 || nargs < 1) {
+        PyErr_SetString(PyExc_TypeError, "holder() takes obj and an optional create=False");
+        return nullptr;
+    }
+    if (nargs == 2) {
+        create_arg = args[1];
+    }
+    if (nkw == 1) {
+        if (nargs == 2 || PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "create") != 0) {
+            PyErr_Format(PyExc_TypeError, "holder() got an unexpected or repeated argument '%U'",
+                         PyTuple_GET_ITEM(kwnames, 0));
+            return nullptr;
+        }
+        create_arg = args[1];
+    }
+    PyObject *code = code_of(args[0]);
+    if (code == nullptr) {
+        return nullptr;
+    }
+    Holder *h = registry_holder_of(code);
+    if (h == nullptr && create_arg != nullptr) {
+        int create = PyObject_IsTrue(create_arg);
+        if (create < 0) {
+            return nullptr;
+        }
+        if (create) {
+            h = registry_ensure(code);
+            if (h == nullptr) {
+                return nullptr;
+            }
+        }
+    }
+    return Py_NewRef(h ? reinterpret_cast<PyObject *>(h) : Py_None);
+}
+
+PyMethodDef raw_functions[] = {
+    {"holder", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_holder)),
+     METH_FASTCALL | METH_KEYWORDS,
+     "holder(obj, create=False) -> Holder | None\n\n"
+     "The holder of obj's code object (obj: a code object, a Python function or a bound\n"
+     "method). With create=True, make and attach one if it is missing."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+py::object attach(py::handle obj, py::handle product, py::handle guard) {
+    Holder *h = registry_ensure(code_or_throw(obj));
+    if (h == nullptr) {
+        throw py::error_already_set();
+    }
+    Entry *entry = holder_add(h, product.ptr(), guard.ptr());
+    if (entry == nullptr) {
+        throw py::error_already_set();
+    }
+    return py::reinterpret_steal<py::object>(reinterpret_cast<PyObject *>(entry));
+}
+
+bool detach(py::handle obj) {
+    Holder *h = registry_holder_of(code_or_throw(obj));
+    return h != nullptr && registry_detach(h) == 1;
+}
+
+Py_ssize_t reset() {
+    Py_ssize_t detached = registry_reset();
+    if (detached < 0) {
+        throw py::error_already_set();
+    }
+    return detached;
+}
+
+py::list holders() {
+    PyObject *list = registry_holders();
+    if (list == nullptr) {
+        throw py::error_already_set();
+    }
+    return py::reinterpret_steal<py::list>(list);
+}
+
+py::dict stats() {
+    Registry *r = registry_get();
+    if (r == nullptr) {
+        throw py::error_already_set();
+    }
+    size_t entries = 0;
+    for (Holder *h : r->holders) {
+        entries += h->size;
+    }
+    py::dict out;
+    out["holders"] = r->holders.size();
+    out["entries"] = entries;
+    out["attached_total"] = r->attached_total;
+    out["detached_total"] = r->detached_total;
+    out["holders_alive"] = live_counts.holders;
+    out["entries_alive"] = live_counts.entries;
+    return out;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_coextra, m) {
+    m.doc() = "coextra: GC-safe per-code-object caches for frame-evaluation backends.";
+    py::object registry = py::reinterpret_steal<py::object>(registry_init());
+    if (!registry) {
+        throw py::error_already_set();
+    }
+    m.attr("_registry") = registry;
+    m.attr("Holder") = py::handle(reinterpret_cast<PyObject *>(&HolderType));
+    m.attr("Entry") = py::handle(reinterpret_cast<PyObject *>(&EntryType));
+    if (PyModule_AddFunctions(m.ptr(), raw_functions) < 0) {
+        throw py::error_already_set();
+    }
+    m.def("attach", &attach, py::arg("obj"), py::arg("product"), py::arg("guard") = py::none(),
+          "attach(obj, product, guard=None) -> Entry\n\n"
+          "Same as holder(obj, create=True).add(product, guard).");
+    m.def("detach", &detach, py::arg("obj"),
+          "detach(obj) -> bool\n\nDetach the holder of obj's code; True if there was one.");
+    m.def("reset", &reset, "reset() -> int\n\nDetach every holder; returns how many.");
+    m.def("holders", &holders, "holders() -> list[Holder]\n\nEvery attached holder.");
+    m.def("stats", &stats,
+          "stats() -> dict\n\nCounts: holders and entries attached now, attached_total and\n"
+          "detached_total ever, holders_alive and entries_alive (including detached).");
+}

@@ -1,0 +1,285 @@
+// registry.cpp -- the Registry type, attachment and the single detach operation.
+#include "registry.h"
+
+#include <new>
+
+namespace coextra {
+
+// The registry of this interpreter. Borrowed: set by registry_init, cleared by
+// the registry's own dealloc, so it is valid whenever it is non-NULL.
+static Registry *the_registry = nullptr;
+
+// co_extra indices are never released by CPython; request ours once per process
+// (coextra runs in the main interpreter only) even if the registry is recreated.
+static Py_ssize_t extra_index = -1;
+
+Registry *registry_get() {
+    if (the_registry == nullptr) {
+        PyErr_SetString(PyExc_RuntimeError, "coextra: the registry has been destroyed");
+    }
+    return the_registry;
+}
+
+// The one detach operation (see registry.h for the order and why).
+static void detach(Registry *r, Holder *h, bool clear_slot) {
+    PyObject *code = h->code;
+    h->code = nullptr;
+    if (clear_slot) {
+        // CPython calls our free function with the old value; it sees a
+        // detached holder and returns. Writing NULL to an existing slot of a
+        // valid index cannot fail.
+        compat::code_set_extra(code, r->extra_index, nullptr);
+    }
+    Holder *last = r->holders.back();
+    r->holders[h->registry_slot] = last;
+    last->registry_slot = h->registry_slot;
+    r->holders.pop_back();
+    r->detached_total++;
+    Py_DECREF(h);
+}
+
+// The co_extra free function. CPython calls it for every slot of a code object
+// being freed, set or not, and with the old value when a slot is overwritten.
+static void free_extra(void *value) {
+    Holder *h = static_cast<Holder *>(value);
+    if (h == nullptr || !holder_attached(h)) {
+        return;  // unset slot, or a detach clearing the slot itself
+    }
+    // Attached implies the registry is alive (it owns h). The code object is
+    // being freed: its slots are going away, so leave them alone.
+    detach(the_registry, h, /*clear_slot=*/false);
+}
+
+freefunc registry_free_function() { return free_extra; }
+
+Holder *registry_holder_of(PyObject *code) {
+    if (the_registry == nullptr) {
+        return nullptr;
+    }
+    void *value = nullptr;
+    if (compat::code_get_extra(code, extra_index, &value) < 0) {
+        PyErr_Clear();  // only fails for a non-code object; callers pass code
+        return nullptr;
+    }
+    return static_cast<Holder *>(value);
+}
+
+Holder *registry_ensure(PyObject *code) {
+    Registry *r = registry_get();
+    if (r == nullptr) {
+        return nullptr;
+    }
+    if (Holder *existing = registry_holder_of(code)) {
+        return existing;
+    }
+    if (r->closed) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "coextra: the interpreter is shutting down; no new holders are attached");
+        return nullptr;
+    }
+    Holder *h = holder_new();
+    if (h == nullptr) {
+        return nullptr;
+    }
+    // The allocation may have run a GC pass (3.10/3.11) and callbacks that
+    // attached a holder to this very code object: use theirs.
+    if (Holder *existing = registry_holder_of(code)) {
+        Py_DECREF(h);
+        return existing;
+    }
+    try {
+        r->holders.push_back(h);  // the registry now owns our reference
+    } catch (const std::bad_alloc &) {
+        Py_DECREF(h);
+        PyErr_NoMemory();
+        return nullptr;
+    }
+    h->registry_slot = static_cast<uint32_t>(r->holders.size() - 1);
+    h->code = code;
+    if (compat::code_set_extra(code, r->extra_index, h) < 0) {
+        h->code = nullptr;
+        r->holders.pop_back();
+        Py_DECREF(h);
+        return nullptr;
+    }
+    r->attached_total++;
+    return h;
+}
+
+int registry_detach(Holder *h) {
+    if (!holder_attached(h)) {
+        return 0;
+    }
+    detach(the_registry, h, /*clear_slot=*/true);
+    return 1;
+}
+
+Py_ssize_t registry_reset() {
+    Registry *r = registry_get();
+    if (r == nullptr) {
+        return -1;
+    }
+    // Snapshot with our own references: each detach may run __del__ methods
+    // that attach or detach other holders. Holders attached meanwhile stay.
+    std::vector<Holder *> snapshot;
+    try {
+        snapshot = r->holders;
+    } catch (const std::bad_alloc &) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Holder *h : snapshot) {
+        Py_INCREF(h);
+    }
+    Py_ssize_t detached = 0;
+    for (Holder *h : snapshot) {
+        detached += registry_detach(h);
+        Py_DECREF(h);
+    }
+    return detached;
+}
+
+static void detach_all(Registry *r) {
+    while (!r->holders.empty()) {
+        detach(r, r->holders.back(), /*clear_slot=*/true);
+    }
+}
+
+void registry_teardown() {
+    if (the_registry == nullptr) {
+        return;
+    }
+    the_registry->closed = true;  // no attachment can start after this point
+    detach_all(the_registry);
+}
+
+PyObject *registry_holders() {
+    Registry *r = registry_get();
+    if (r == nullptr) {
+        return nullptr;
+    }
+    PyObject *list = PyList_New(static_cast<Py_ssize_t>(r->holders.size()));
+    if (list == nullptr) {
+        return nullptr;
+    }
+    for (size_t i = 0; i < r->holders.size(); i++) {
+        PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i),
+                        Py_NewRef(reinterpret_cast<PyObject *>(r->holders[i])));
+    }
+    return list;
+}
+
+// ---------------------------------------------------------------------------
+// GC contract of Registry.
+//   Owns:     one strong reference to every attached holder (holders).
+//   Owned by: the coextra._coextra module (attribute _registry); the_registry
+//             above is a borrowed alias cleared in dealloc.
+//   Traverse: visits every attached holder, so gc.get_referrers(holder) shows
+//             a real owner and the GC sees the path module -> holder -> entry.
+//   Clear:    detaches every holder. The GC only calls it when the registry
+//             itself is garbage, that is while the interpreter tears down.
+
+static int registry_traverse(PyObject *op, visitproc visit, void *arg) {
+    Registry *r = reinterpret_cast<Registry *>(op);
+    for (Holder *h : r->holders) {
+        Py_VISIT(reinterpret_cast<PyObject *>(h));
+    }
+    return 0;
+}
+
+static int registry_clear(PyObject *op) {
+    Registry *r = reinterpret_cast<Registry *>(op);
+    r->closed = true;
+    detach_all(r);
+    return 0;
+}
+
+static void registry_dealloc(PyObject *op) {
+    Registry *r = reinterpret_cast<Registry *>(op);
+    PyObject_GC_UnTrack(op);
+    registry_clear(op);
+    if (the_registry == r) {
+        the_registry = nullptr;
+    }
+    r->holders.~vector();
+    PyObject_GC_Del(op);
+}
+
+PyTypeObject RegistryType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+static int registry_type_ready() {
+    if (RegistryType.tp_flags & Py_TPFLAGS_READY) {
+        return 0;
+    }
+    RegistryType.tp_name = "coextra.Registry";
+    RegistryType.tp_doc = "Owner of every attached coextra holder (one per interpreter).";
+    RegistryType.tp_basicsize = sizeof(Registry);
+    RegistryType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC;
+    RegistryType.tp_dealloc = registry_dealloc;
+    RegistryType.tp_traverse = registry_traverse;
+    RegistryType.tp_clear = registry_clear;
+    return PyType_Ready(&RegistryType);
+}
+
+static PyObject *teardown_at_exit(PyObject *, PyObject *) {
+    registry_teardown();
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef teardown_def = {
+    "_coextra_teardown", teardown_at_exit, METH_NOARGS,
+    "Detach every coextra holder (registered with atexit)."};
+
+// atexit callbacks run first in Py_FinalizeEx, while every object still works:
+// the last moment to detach holders of deep-frozen code, which is never freed.
+static int register_teardown_at_exit() {
+    PyObject *atexit = PyImport_ImportModule("atexit");
+    if (atexit == nullptr) {
+        return -1;
+    }
+    PyObject *callback = PyCFunction_New(&teardown_def, nullptr);
+    PyObject *result = callback ? PyObject_CallMethod(atexit, "register", "O", callback) : nullptr;
+    Py_XDECREF(callback);
+    Py_DECREF(atexit);
+    Py_XDECREF(result);
+    return result ? 0 : -1;
+}
+
+PyObject *registry_init() {
+    if (the_registry != nullptr) {
+        return Py_NewRef(reinterpret_cast<PyObject *>(the_registry));
+    }
+    if (PyInterpreterState_Get() != PyInterpreterState_Main()) {
+        PyErr_SetString(PyExc_ImportError,
+                        "coextra supports the main interpreter only, not subinterpreters");
+        return nullptr;
+    }
+    if (entry_type_ready() < 0 || holder_type_ready() < 0 || registry_type_ready() < 0) {
+        return nullptr;
+    }
+    if (extra_index < 0) {
+        extra_index = compat::request_code_extra_index(free_extra);
+        if (extra_index < 0) {
+            PyErr_SetString(PyExc_ImportError, "coextra: no co_extra index left in this interpreter");
+            return nullptr;
+        }
+    }
+    Registry *r = PyObject_GC_New(Registry, &RegistryType);
+    if (r == nullptr) {
+        return nullptr;
+    }
+    r->extra_index = extra_index;
+    new (&r->holders) std::vector<Holder *>();
+    r->closed = false;
+    r->attached_total = 0;
+    r->detached_total = 0;
+    PyObject_GC_Track(r);
+    the_registry = r;
+    if (register_teardown_at_exit() < 0) {
+        Py_DECREF(r);
+        return nullptr;
+    }
+    return reinterpret_cast<PyObject *>(r);
+}
+
+}  // namespace coextra

@@ -1,0 +1,34 @@
+"""coextra: GC-safe per-code-object caches for frame-evaluation backends.
+
+Products cached on a code object live in GC-tracked holders owned by a registry;
+the code object's co_extra keeps only a non-owning pointer for O(1) lookup.
+See README.md for the manual.
+"""
+
+from ._support import check_supported
+
+check_supported()
+
+from ._coextra import (  # noqa: E402  (the check above must run first)
+    Entry,
+    Holder,
+    attach,
+    detach,
+    holder,
+    holders,
+    reset,
+    stats,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Entry",
+    "Holder",
+    "attach",
+    "detach",
+    "holder",
+    "holders",
+    "reset",
+    "stats",
+]

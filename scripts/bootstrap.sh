@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Installs whatever coextra's build and tests need and is missing, then makes
+# one virtual environment per supported interpreter (.venv/py3.X).
+# Idempotent and quick when everything is there. Debian 12 and 13, as root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '[bootstrap] %s\n' "$*" >&2; }
+
+debian_major() { cut -d. -f1 /etc/debian_version 2>/dev/null || echo unknown; }
+
+# The debug interpreter for refleak hunting differs between releases.
+debug_python_package() {
+    case "$(debian_major)" in
+        12) echo python3.11-dbg ;;
+        13) echo python3.13-dbg ;;
+        *) echo "" ;;
+    esac
+}
+
+missing_packages() {
+    local pkg
+    for pkg in "$@"; do
+        if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+            echo "$pkg"
+        fi
+    done
+}
+
+APT_UPDATED=0
+apt_install() {
+    local wanted
+    wanted=$(missing_packages "$@")
+    [ -z "$wanted" ] && return 0
+    if [ "$(id -u)" != 0 ]; then
+        log "missing Debian packages (run as root to install): $wanted"
+        return 1
+    fi
+    if [ "$APT_UPDATED" = 0 ]; then
+        log "apt-get update"
+        apt-get update -qq
+        APT_UPDATED=1
+    fi
+    log "apt-get install $wanted"
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $wanted >/dev/null
+}
+
+install_debian_packages() {
+    if ! command -v dpkg-query >/dev/null; then
+        log "not a Debian system: install cmake, g++, GoogleTest, Google Benchmark, valgrind, clang yourself"
+        return 0
+    fi
+    apt_install build-essential cmake libgtest-dev libgmock-dev libbenchmark-dev valgrind clang \
+        python3-venv $(debug_python_package)
+    # Sanitizer runtimes for clang (LeakSanitizer lives there), versioned like clang.
+    local clang_major
+    clang_major=$(clang -dumpversion | cut -d. -f1)
+    apt_install "libclang-rt-${clang_major}-dev"
+    # The debug interpreter's headers, to build coextra for it.
+    case "$(debian_major)" in
+        12) apt_install libpython3.11-dbg python3.11-dev ;;
+        13) apt_install libpython3.13-dbg python3.13-dev ;;
+    esac
+}
+
+# pip install, without this machine's harmless warnings about absent local indexes.
+quiet_pip() {
+    local venv=$1
+    shift
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check "$@" 2> >(grep -v "^WARNING: Location" >&2)
+}
+
+make_venvs() {
+    mkdir -p .venv
+    local stamp_value version python venv
+    stamp_value=$(sha1sum requirements-dev.txt | cut -c1-16)
+    while read -r version python; do
+        venv=.venv/py$version
+        if [ ! -x "$venv/bin/python" ]; then
+            log "creating $venv from $python"
+            "$python" -m venv "$venv"
+        fi
+        if [ "$(cat "$venv/.requirements" 2>/dev/null)" != "$stamp_value" ]; then
+            log "installing Python packages into $venv"
+            quiet_pip "$venv" --upgrade pip
+            quiet_pip "$venv" -r requirements-dev.txt
+            echo "$stamp_value" > "$venv/.requirements"
+        fi
+    done < <(scripts/interpreters.sh)
+    if [ -z "$(ls .venv)" ]; then
+        log "no supported CPython (3.10-3.13) found"
+        return 1
+    fi
+}
+
+install_debian_packages
+make_venvs

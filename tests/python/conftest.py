@@ -1,0 +1,46 @@
+"""Shared fixtures. Every test runs against a clean registry and must leave no
+holder and no entry behind (the greenlet rule: every test checks for leaks)."""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+
+import pytest
+
+import coextra
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def make_function(source: str = "def f(x):\n    return x + 1\n", name: str = "f"):
+    """A function compiled at run time (its code object is new and collectable)."""
+    namespace: dict = {}
+    exec(compile(source, f"<generated {name}>", "exec"), namespace)
+    return namespace[name]
+
+
+def alive_counts() -> tuple[int, int]:
+    gc.collect()
+    s = coextra.stats()
+    return s["holders_alive"], s["entries_alive"]
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_holders_or_entries(request):
+    coextra.reset()
+    before = alive_counts()
+    yield
+    coextra.reset()
+    after = alive_counts()
+    if "allow_leftovers" not in request.keywords:
+        assert after == before, f"holders/entries alive before {before}, after {after}"
+
+
+def subprocess_env() -> dict:
+    """Environment for a child interpreter that imports this checkout's coextra."""
+    env = dict(os.environ)
+    paths = [p for p in sys.path if p and os.path.isdir(os.path.join(p, "coextra"))]
+    env["PYTHONPATH"] = os.pathsep.join(paths + [env.get("PYTHONPATH", "")])
+    return env

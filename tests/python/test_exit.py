@@ -1,0 +1,77 @@
+"""Interpreter exit with many attached holders, some on frozen stdlib code."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+from conftest import subprocess_env
+
+SCRIPT = textwrap.dedent(
+    """
+    import atexit, gc, sys
+
+    def report():
+        # Registered before coextra, so it runs after coextra's own teardown.
+        s = coextra.stats()
+        gc.collect()
+        s2 = coextra.stats()
+        print("after-teardown", s["holders"], s2["holders_alive"], s2["entries_alive"])
+
+    atexit.register(report)
+    import coextra, posixpath, genericpath, os
+
+    frozen = [posixpath.join, posixpath.dirname, genericpath.exists, os.fspath.__class__]
+    for target in (posixpath.join, posixpath.dirname, genericpath.exists):
+        coextra.attach(target, ("compiled", target))
+    functions = []
+    for i in range(10_000):
+        ns = {}
+        exec(f"def f{i}(x):\\n    return x + {i}\\n", ns)
+        f = ns[f"f{i}"]
+        coextra.attach(f, (f, f.__code__, ns))  # products reference their own code
+        if i % 2:
+            functions.append(f)
+    print("attached", coextra.stats()["holders"])
+    """
+)
+
+
+def test_exit_with_10000_holders_is_clean():
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(),
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    lines = proc.stdout.split("\n")
+    assert "attached 10003" in lines
+    assert "after-teardown 0 0 0" in lines, proc.stdout
+
+
+def test_attaching_after_teardown_is_refused_with_a_clear_error():
+    script = textwrap.dedent(
+        """
+        import atexit
+
+        def late():
+            def g():
+                pass
+            try:
+                coextra.attach(g, 1)
+            except RuntimeError as exc:
+                print("refused:", exc)
+
+        atexit.register(late)
+        import coextra
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=subprocess_env(), timeout=60
+    )
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert "refused: coextra: the interpreter is shutting down" in proc.stdout
