@@ -9,6 +9,14 @@ namespace coextra {
 // the registry's own dealloc, so it is valid whenever it is non-NULL.
 static Registry *the_registry = nullptr;
 
+// The interpreter the registry belongs to. CPython may hand a subinterpreter a
+// copy of this module's functions without running its init (3.13 does, for an
+// extension already loaded in the main interpreter), so every entry point
+// checks it: co_extra indices are per interpreter.
+static PyInterpreterState *home_interpreter = nullptr;
+
+static bool in_home_interpreter() { return PyInterpreterState_Get() == home_interpreter; }
+
 // co_extra indices are never released by CPython; request ours once per process
 // (coextra runs in the main interpreter only) even if the registry is recreated.
 static Py_ssize_t extra_index = -1;
@@ -16,6 +24,10 @@ static Py_ssize_t extra_index = -1;
 Registry *registry_get() {
     if (the_registry == nullptr) {
         PyErr_SetString(PyExc_RuntimeError, "coextra: the registry has been destroyed");
+    } else if (!in_home_interpreter()) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "coextra supports the main interpreter only, not subinterpreters");
+        return nullptr;
     }
     return the_registry;
 }
@@ -53,7 +65,7 @@ static void free_extra(void *value) {
 freefunc registry_free_function() { return free_extra; }
 
 Holder *registry_holder_of(PyObject *code) {
-    if (the_registry == nullptr) {
+    if (the_registry == nullptr || !in_home_interpreter()) {
         return nullptr;
     }
     void *value = nullptr;
@@ -254,6 +266,7 @@ PyObject *registry_init() {
                         "coextra supports the main interpreter only, not subinterpreters");
         return nullptr;
     }
+    home_interpreter = PyInterpreterState_Get();
     if (entry_type_ready() < 0 || holder_type_ready() < 0 || registry_type_ready() < 0) {
         return nullptr;
     }

@@ -126,7 +126,9 @@ py::dict stats() {
 
 }  // namespace
 
-PYBIND11_MODULE(_coextra, m) {
+// The pybind11 module is built under an internal name; PyInit__coextra below is
+// the real entry point.
+PYBIND11_MODULE(_coextra_pybind11, m) {
     m.doc() = "coextra: GC-safe per-code-object caches for frame-evaluation backends.";
     py::object registry = py::reinterpret_steal<py::object>(registry_init());
     if (!registry) {
@@ -148,4 +150,17 @@ PYBIND11_MODULE(_coextra, m) {
     m.def("stats", &stats,
           "stats() -> dict\n\nCounts: holders and entries attached now, attached_total and\n"
           "detached_total ever, holders_alive and entries_alive (including detached).");
+}
+
+// coextra runs in the main interpreter only (registry.h). The check must come
+// before pybind11's own PyInit: that touches pybind11's internals through
+// PyGILState_Ensure, which deadlocks in a subinterpreter on 3.10/3.11.
+// With multi-phase init the module takes its name from the import spec.
+extern "C" PYBIND11_EXPORT PyObject *PyInit__coextra() {
+    if (PyInterpreterState_Get() != PyInterpreterState_Main()) {
+        PyErr_SetString(PyExc_ImportError,
+                        "coextra supports the main interpreter only, not subinterpreters");
+        return nullptr;
+    }
+    return PyInit__coextra_pybind11();
 }
