@@ -38,22 +38,15 @@ def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
     raw = (high - low) / max(count, 1)
     magnitude = 10 ** math.floor(math.log10(raw))
     step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
-    first = math.floor(low / step) * step
-    ticks = []
-    value = first
-    while value < high + step * 0.5:
-        ticks.append(round(value, 10))
-        if value >= high:
-            break
-        value += step
-    return ticks
+    ticks = [math.floor(low / step) * step]
+    while ticks[-1] < high - step * 1e-9:
+        ticks.append(ticks[-1] + step)
+    return [round(t, 10) for t in ticks]
 
 
 def format_tick(value: float) -> str:
-    if abs(value) >= 1e6 and value == int(value):
-        return f"{value / 1e6:g}M"
-    if abs(value) >= 1e4 and value == int(value):
-        return f"{value / 1e3:g}k"
+    if value == int(value):
+        return f"{int(value):,}"
     return f"{value:g}"
 
 

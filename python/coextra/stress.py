@@ -328,6 +328,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     print("\nAfter the last wave (every function dropped by the program):", file=out)
     print(format_table(result), file=out)
     coextra_final = result["stores"].get("coextra", {}).get("final")
+    collector_stats = (coextra_final or {}).get("coextra_stats", {})
+    if "collections" in collector_stats:
+        # Automatic collections (gc.callbacks) run inside gc.collect(): their time is in "gc s".
+        print(f"coextra's collector: {collector_stats['collections']} collections (explicit and automatic), "
+              f"{collector_stats.get('detached_by_collector', '?')} holders detached by it; last one explored "
+              f"{collector_stats.get('last_nodes', '?')} nodes in "
+              f"{collector_stats.get('last_seconds', 0) * 1e3:.2f} ms", file=out)
     if coextra_final is not None:
         print(f"control: after coextra.reset() detached every holder by hand, "
               f"{coextra_final['live_after_reset']} / {args.functions} code objects were still alive "
