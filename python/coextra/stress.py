@@ -55,7 +55,7 @@ def feature_notes() -> dict[str, str]:
         "compilation": ("through the evalframe backend (PEP 523): coextra.evalframe.enabled(callback)"
                         if evalframe_module() is not None else
                         "evalframe backend not available: compiling by direct calls"),
-        "collector": ("coextra.collect() after gc.collect() in every wave"
+        "collector": ("coextra.collect() after gc.collect() in every wave, besides automatic runs"
                       if collector_function() is not None else
                       "collector not available (no coextra.collect): coextra holders are only "
                       "detached with their code object, so products that reference their code leak"),
@@ -99,6 +99,37 @@ def _run_calls(calls: list, store: Any, backend: _workload.Backend, evalframe: O
     call = code = calls = store = backend = evalframe = None
 
 
+class CollectorClock:
+    """Adds up coextra's own timing of every collector run, explicit or automatic.
+
+    Automatic runs happen inside gc.collect() (from gc.callbacks), where no
+    wall clock around coextra.collect() can see them; a gc "stop" callback reads
+    stats() after every garbage collection instead. When several runs happened
+    between two readings, each is counted at the last one's time.
+    """
+
+    def __init__(self, stats: Any) -> None:
+        self._stats = stats
+        self._seen = stats()["collections"]
+        self.seconds = 0.0
+        gc.callbacks.append(self._on_gc)
+
+    def _on_gc(self, phase: str, info: dict) -> None:
+        if phase == "stop":
+            self.poll()
+
+    def poll(self) -> float:
+        current = self._stats()
+        new = current["collections"] - self._seen
+        if new > 0:
+            self.seconds += current["last_seconds"] * new
+            self._seen = current["collections"]
+        return self.seconds
+
+    def close(self) -> None:
+        gc.callbacks.remove(self._on_gc)
+
+
 def _measure(wave: int, compiled: int, refs: list, started: float, gc_seconds: float,
              collector_seconds: float, detached: int) -> dict:
     return {
@@ -122,6 +153,7 @@ def run_worker(store_name: str, functions: int, waves: int, payload: int) -> int
     backend = _workload.Backend(payload)
     evalframe = evalframe_module()
     collect = collector_function() if store_name == "coextra" else None
+    clock = CollectorClock(coextra.stats) if collect is not None and "last_seconds" in coextra.stats() else None
     refs: list = []
     emit = lambda record: print(json.dumps(record), flush=True)  # noqa: E731
 
@@ -132,6 +164,7 @@ def run_worker(store_name: str, functions: int, waves: int, payload: int) -> int
     detached_total = 0
     per_wave = [functions // waves + (1 if w < functions % waves else 0) for w in range(waves)]
     index = 0
+    clock_mark = 0.0
     for wave, count in enumerate(per_wave, start=1):
         calls = []
         for i in range(index, index + count):
@@ -155,11 +188,16 @@ def run_worker(store_name: str, functions: int, waves: int, payload: int) -> int
             t = time.perf_counter()
             gc.collect()  # what the detached holders kept alive is ordinary cyclic garbage now
             gc_seconds += time.perf_counter() - t
+            if clock is not None:  # this wave's runs, automatic ones included
+                collector_seconds = clock.poll() - clock_mark
+                clock_mark = clock.seconds
         gc_total += gc_seconds
         collector_total += collector_seconds
         detached_total += detached
         emit({"event": "wave", **_measure(wave, index, refs, started, gc_seconds, collector_seconds, detached)})
 
+    if clock is not None:
+        clock.close()
     final = _measure(waves, index, refs, started, gc_total, collector_total, detached_total)
     final["products_compiled"] = backend.compiled
     stats = dict(coextra.stats())
@@ -330,7 +368,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     coextra_final = result["stores"].get("coextra", {}).get("final")
     collector_stats = (coextra_final or {}).get("coextra_stats", {})
     if "collections" in collector_stats:
-        # Automatic collections (gc.callbacks) run inside gc.collect(): their time is in "gc s".
+        # Automatic collections (gc.callbacks) run inside gc.collect(): their time is
+        # in "gc s" too, and in "collector s" as the collector timed itself.
         print(f"coextra's collector: {collector_stats['collections']} collections (explicit and automatic), "
               f"{collector_stats.get('detached_by_collector', '?')} holders detached by it; last one explored "
               f"{collector_stats.get('last_nodes', '?')} nodes in "
