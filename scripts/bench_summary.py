@@ -9,7 +9,11 @@ Reads every *.json in RESULTS_DIR (except the summary itself) in one of two form
    "results": {name: value}}], "checks": [{"what", "value", "passed"}]  (optional)};
 * Google Benchmark's JSON (--benchmark_out_format=json): a group is a benchmark's
   name up to the first '/', its reference is the group's first benchmark; CPU
-  time per iteration (the median when repetitions were run).
+  time per iteration (the median when repetitions were run);
+* a pyperf suite (pyperf's -o FILE): one group, the first benchmark its reference,
+  the median per call.
+
+A file in none of these formats is listed as not merged (and the run fails).
 
 Every figure is reported as a ratio to its group's reference, measured in the same run.
 """
@@ -50,6 +54,15 @@ def from_google_benchmark(name: str, data: dict) -> dict:
             "groups": list(groups.values())}
 
 
+def from_pyperf(name: str, path: str) -> dict:
+    import pyperf
+
+    suite = pyperf.BenchmarkSuite.load(path)
+    results = {b.get_name(): b.median() * 1e9 for b in suite.get_benchmarks()}
+    return {"suite": f"{name} (pyperf)", "how": "pyperf, median per call",
+            "groups": [{"title": name, "unit": "ns", "reference": next(iter(results)), "results": results}]}
+
+
 def load(path: str) -> dict:
     with open(path) as fh:
         data = json.load(fh)
@@ -58,6 +71,8 @@ def load(path: str) -> dict:
         return data
     if "benchmarks" in data and "context" in data:
         return from_google_benchmark(name, data)
+    if "benchmarks" in data and "version" in data and "metadata" in data:
+        return from_pyperf(name, path)
     raise ValueError(f"{path}: neither the summary format nor Google Benchmark's JSON")
 
 
@@ -98,6 +113,8 @@ def markdown(summary: dict) -> str:
         for check in suite.get("checks", []):
             out += ["", f"Check: {check['what']}: {check['value']:.1f} -- "
                         f"{'met' if check['passed'] else 'NOT met'}."]
+    if summary.get("not_merged"):
+        out += ["", "Not merged (unknown format): " + ", ".join(summary["not_merged"])]
     return "\n".join(out) + "\n"
 
 
@@ -109,9 +126,14 @@ def main() -> int:
     args = parser.parse_args()
 
     suites: list[dict[str, Any]] = []
+    not_merged: list[str] = []
     for entry in sorted(os.listdir(args.results)):
         if entry.endswith(".json") and not entry.startswith("summary"):
-            suites.append(with_ratios(load(os.path.join(args.results, entry))))
+            try:
+                suites.append(with_ratios(load(os.path.join(args.results, entry))))
+            except (ValueError, KeyError, TypeError) as error:
+                print(f"not merged: {error}", file=sys.stderr)
+                not_merged.append(entry)
     if not suites:
         print(f"no benchmark results in {args.results}", file=sys.stderr)
         return 1
@@ -119,6 +141,7 @@ def main() -> int:
         "environment": {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "python": args.python,
                         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.system()}"},
         "suites": suites,
+        "not_merged": not_merged,
     }
     with open(os.path.join(args.results, "summary.json"), "w") as fh:
         json.dump(summary, fh, indent=2)
@@ -129,7 +152,7 @@ def main() -> int:
         with open(args.markdown_copy, "w") as fh:
             fh.write(text)
     print(text)
-    return 0
+    return 1 if not_merged else 0
 
 
 if __name__ == "__main__":

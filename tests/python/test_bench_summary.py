@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import REPO
 
 SCRIPT = os.path.join(REPO, "scripts", "bench_summary.py")
@@ -53,8 +55,24 @@ def test_summary_format_files_keep_their_groups_and_checks(tmp_path):
     assert "Check: a <= 160 B: 100.0 -- met." in markdown
 
 
-def test_an_unknown_json_file_is_an_error(tmp_path):
+def test_an_unknown_json_file_is_listed_and_fails_the_run(tmp_path):
+    good = {"suite": "S", "groups": [{"title": "T", "unit": "ns", "reference": "a", "results": {"a": 1.0}}]}
+    (tmp_path / "good.json").write_text(json.dumps(good))
     (tmp_path / "odd.json").write_text(json.dumps({"something": 1}))
     run = subprocess.run([sys.executable, SCRIPT, str(tmp_path)], capture_output=True, text=True)
-    assert run.returncode != 0
+    assert run.returncode == 1
     assert "neither the summary format" in run.stderr
+    assert "Not merged (unknown format): odd.json" in (tmp_path / "summary.md").read_text()
+
+
+def test_a_pyperf_suite_is_one_group_with_its_first_benchmark_as_reference(tmp_path):
+    pyperf = pytest.importorskip("pyperf")
+    suite = pyperf.BenchmarkSuite([
+        pyperf.Benchmark([pyperf.Run([2e-9, 2e-9, 2e-9], metadata={"name": "ours", "loops": 1})]),
+        pyperf.Benchmark([pyperf.Run([6e-9, 6e-9, 6e-9], metadata={"name": "theirs", "loops": 1})]),
+    ])
+    suite.dump(str(tmp_path / "perf.json"))
+    summary, _ = run_summary(tmp_path, {})
+    group = summary["suites"][0]["groups"][0]
+    assert group["reference"] == "ours"
+    assert group["ratios"] == pytest.approx({"ours": 1.0, "theirs": 3.0})
