@@ -194,3 +194,32 @@ def test_compilation_goes_through_the_evalframe_backend_when_there_is_one(tmp_pa
     assert stores["naive"]["final"]["live_code_objects"] == 120
     assert stores["weakkeydict"]["final"]["live_code_objects"] == 120
     assert stores["coextra"]["final"]["live_after_reset"] == 0
+
+
+class _Stream:
+    def __init__(self, tty: bool) -> None:
+        self.tty, self.text = tty, ""
+
+    def isatty(self) -> bool:
+        return self.tty
+
+    def write(self, text: str) -> None:
+        self.text += text
+
+    def flush(self) -> None:
+        pass
+
+
+def test_progress_is_a_bar_on_a_terminal_and_plain_lines_otherwise():
+    from coextra.stress import Progress
+
+    record = {"wave": 2, "live_code_objects": 10, "rss_bytes": 3 << 20}
+    tty, plain = _Stream(True), _Stream(False)
+    for stream in (tty, plain):
+        progress = Progress(stream, total_waves=4)
+        progress.update("naive", {**record, "wave": 0})
+        progress.update("naive", record)
+    assert tty.text.startswith("\r") and "\n" not in tty.text, "a bar redraws one line"
+    assert "[###############---------------]   2/4 waves" in tty.text
+    assert "\r" not in plain.text and "[#" not in plain.text
+    assert plain.text == "  naive: wave 2/4: live code objects 10, RSS 3.0 MiB\n", "no line for the baseline"
