@@ -1,0 +1,392 @@
+"""coextra's stress demo: thousands of compiled functions, three stores side by side.
+
+    python -m coextra.stress [-n 10000] [--waves 10] [--stores naive,weakkeydict,coextra]
+                             [--json] [--plot FILE.svg]
+
+Each wave compiles n/waves new functions (exec'd sources, closures, lambdas,
+methods of classes created at run time), runs each twice through a backend whose
+products reference their own code (coextra/_workload.py), then drops every
+reference the program holds to them. After each wave the store is measured:
+code objects still alive (weak references to every code object compiled),
+RSS and peak RSS, time, and time spent in gc.collect() and in coextra's collector.
+
+Compilation goes through the PEP 523 backend (coextra.evalframe.enabled) when
+this build has it, else by direct calls; the collector (coextra.collect) runs
+after each wave when this build has it. Whatever is missing is said in the output.
+
+Each store runs in its own child process, so RSS, peak RSS and leftovers of one
+store never reach the next.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import subprocess
+import sys
+import time
+import weakref
+from typing import Any, Optional
+
+from . import _memory, _workload
+
+# ---------------------------------------------------------------------------
+# Features this build may or may not have (they come from other parts of coextra).
+
+
+def evalframe_module() -> Optional[Any]:
+    try:
+        from coextra import evalframe
+    except ImportError:
+        return None
+    return evalframe if hasattr(evalframe, "enabled") else None
+
+
+def collector_function() -> Optional[Any]:
+    import coextra
+
+    return getattr(coextra, "collect", None)
+
+
+def feature_notes() -> dict[str, str]:
+    return {
+        "compilation": ("through the evalframe backend (PEP 523): coextra.evalframe.enabled(callback)"
+                        if evalframe_module() is not None else
+                        "evalframe backend not available: compiling by direct calls"),
+        "collector": ("coextra.collect() after gc.collect() in every wave, besides automatic runs"
+                      if collector_function() is not None else
+                      "collector not available (no coextra.collect): coextra holders are only "
+                      "detached with their code object, so products that reference their code leak"),
+    }
+
+
+# ---------------------------------------------------------------------------
+# The child process: one store, every wave.
+
+
+def _run_calls(calls: list, store: Any, backend: _workload.Backend, evalframe: Optional[Any]) -> None:
+    """Runs every function twice; the first call compiles and stores, the second hits.
+
+    Frames captured in products keep this frame (their caller) alive, with the
+    locals it has when it returns: so it drops every local before returning.
+    """
+    if evalframe is not None:
+        returns_product = store.name == "coextra"
+
+        def on_miss(code: Any) -> Optional[Any]:
+            # The backend sees every frame without an entry; only its own code compiles.
+            if not backend.knows(code):
+                return None
+            if returns_product:
+                return backend.compile(code)  # evalframe stores it with coextra
+            if store.get(code) is None:
+                store.put(code, backend.compile(code))
+            return None
+
+        with evalframe.enabled(on_miss):
+            for call, code in calls:
+                call(1)
+                call(2)
+        on_miss = None
+    else:
+        for call, code in calls:
+            for argument in (1, 2):
+                if store.get(code) is None:
+                    store.put(code, backend.compile(code))
+                call(argument)
+    call = code = calls = store = backend = evalframe = None
+
+
+class CollectorClock:
+    """Adds up coextra's own timing of every collector run, explicit or automatic.
+
+    Automatic runs happen inside gc.collect() (from gc.callbacks), where no
+    wall clock around coextra.collect() can see them; a gc "stop" callback reads
+    stats() after every garbage collection instead. When several runs happened
+    between two readings, each is counted at the last one's time.
+    """
+
+    def __init__(self, stats: Any) -> None:
+        self._stats = stats
+        self._seen = stats()["collections"]
+        self.seconds = 0.0
+        gc.callbacks.append(self._on_gc)
+
+    def _on_gc(self, phase: str, info: dict) -> None:
+        if phase == "stop":
+            self.poll()
+
+    def poll(self) -> float:
+        current = self._stats()
+        new = current["collections"] - self._seen
+        if new > 0:
+            self.seconds += current["last_seconds"] * new
+            self._seen = current["collections"]
+        return self.seconds
+
+    def close(self) -> None:
+        gc.callbacks.remove(self._on_gc)
+
+
+def _measure(wave: int, compiled: int, refs: list, started: float, gc_seconds: float,
+             collector_seconds: float, detached: int) -> dict:
+    return {
+        "wave": wave,
+        "compiled": compiled,
+        "live_code_objects": sum(ref() is not None for ref in refs),
+        "rss_bytes": _memory.rss_bytes(),
+        "peak_rss_bytes": _memory.peak_rss_bytes(),
+        "seconds": time.perf_counter() - started,
+        "gc_seconds": gc_seconds,
+        "collector_seconds": collector_seconds,
+        "detached_by_collect": detached,
+    }
+
+
+def run_worker(store_name: str, functions: int, waves: int, payload: int) -> int:
+    """Runs one store and prints one JSON line per wave, then a final line."""
+    import coextra
+
+    store = _workload.STORES[store_name]()
+    backend = _workload.Backend(payload)
+    evalframe = evalframe_module()
+    collect = collector_function() if store_name == "coextra" else None
+    clock = CollectorClock(coextra.stats) if collect is not None and "last_seconds" in coextra.stats() else None
+    refs: list = []
+    emit = lambda record: print(json.dumps(record), flush=True)  # noqa: E731
+
+    gc.collect()
+    started = time.perf_counter()
+    emit({"event": "wave", **_measure(0, 0, refs, started, 0.0, 0.0, 0)})
+    gc_total = collector_total = 0.0
+    detached_total = 0
+    per_wave = [functions // waves + (1 if w < functions % waves else 0) for w in range(waves)]
+    index = 0
+    clock_mark = 0.0
+    for wave, count in enumerate(per_wave, start=1):
+        calls = []
+        for i in range(index, index + count):
+            function, call = _workload.make_function(_workload.KINDS[i % len(_workload.KINDS)], i)
+            backend.register(function)
+            refs.append(weakref.ref(function.__code__))
+            calls.append((call, function.__code__))
+        index += count
+        del function, call
+        _run_calls(calls, store, backend, evalframe)
+        del calls  # the program drops every function of this wave
+
+        t = time.perf_counter()
+        gc.collect()
+        gc_seconds = time.perf_counter() - t
+        collector_seconds, detached = 0.0, 0
+        if collect is not None:
+            t = time.perf_counter()
+            detached = collect()
+            collector_seconds = time.perf_counter() - t
+            t = time.perf_counter()
+            gc.collect()  # what the detached holders kept alive is ordinary cyclic garbage now
+            gc_seconds += time.perf_counter() - t
+            if clock is not None:  # this wave's runs, automatic ones included
+                collector_seconds = clock.poll() - clock_mark
+                clock_mark = clock.seconds
+        gc_total += gc_seconds
+        collector_total += collector_seconds
+        detached_total += detached
+        emit({"event": "wave", **_measure(wave, index, refs, started, gc_seconds, collector_seconds, detached)})
+
+    if clock is not None:
+        clock.close()
+    final = _measure(waves, index, refs, started, gc_total, collector_total, detached_total)
+    final["products_compiled"] = backend.compiled
+    stats = dict(coextra.stats())
+    if store_name == "coextra":
+        final["coextra_stats"] = stats
+        # The control: detach every holder by hand. If the code objects go now,
+        # nothing but their own caches kept them alive.
+        coextra.reset()
+        gc.collect()
+        final["live_after_reset"] = sum(ref() is not None for ref in refs)
+    if evalframe is not None and hasattr(evalframe, "stats"):
+        final["evalframe_stats"] = dict(evalframe.stats())
+    emit({"event": "done", **final})
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# The parent: one child per store, a progress bar, the table, the JSON, the plot.
+
+
+class Progress:
+    """A progress bar on a terminal, plain lines otherwise."""
+
+    def __init__(self, stream: Any, total_waves: int) -> None:
+        self.stream = stream
+        self.total = total_waves
+        self.tty = stream.isatty()
+
+    def update(self, label: str, record: dict) -> None:
+        wave, live = record["wave"], record["live_code_objects"]
+        rss = _mib(record["rss_bytes"])
+        if self.tty:
+            width = 30
+            filled = width * wave // self.total
+            bar = "#" * filled + "-" * (width - filled)
+            self.stream.write(f"\r  {label:<22} [{bar}] {wave:>3}/{self.total} waves  "
+                              f"live code objects {live:>7}  RSS {rss:>8} MiB")
+            if wave == self.total:
+                self.stream.write("\n")
+        elif wave > 0:
+            self.stream.write(f"  {label}: wave {wave}/{self.total}: live code objects {live}, RSS {rss} MiB\n")
+        self.stream.flush()
+
+
+def _mib(value: Optional[int]) -> str:
+    return "n/a" if value is None else f"{value / 2**20:.1f}"
+
+
+def _child_env() -> dict:
+    env = dict(os.environ)
+    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def run_store(store: str, args: argparse.Namespace, progress: Progress) -> dict:
+    command = [sys.executable, "-m", "coextra.stress", "--worker", store, "-n", str(args.functions),
+               "--waves", str(args.waves), "--payload", str(args.payload)]
+    label = _workload.STORES[store].label
+    waves: list[dict] = []
+    final: Optional[dict] = None
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=_child_env()) as child:
+        assert child.stdout is not None
+        for line in child.stdout:
+            record = json.loads(line)
+            event = record.pop("event")
+            if event == "wave":
+                waves.append(record)
+                progress.update(label, record)
+            elif event == "done":
+                final = record
+    if child.returncode != 0 or final is None:
+        raise RuntimeError(f"the {store} store's child process failed (exit status {child.returncode})")
+    return {"label": label, "waves": waves, "final": final}
+
+
+def format_table(result: dict) -> str:
+    config = result["config"]
+    n = config["functions"]
+    header = ("store", "live code objects", "RSS MiB", "peak RSS MiB", "time s", "gc s", "collector s")
+    rows = []
+    for store in result["stores"].values():
+        f = store["final"]
+        collector = (f"{f['collector_seconds']:.3f}" if store is result["stores"].get("coextra")
+                     and result["features"]["collector"] else "-")
+        rows.append((store["label"], f"{f['live_code_objects']} / {n}", _mib(f["rss_bytes"]),
+                     _mib(f["peak_rss_bytes"]), f"{f['seconds']:.2f}", f"{f['gc_seconds']:.3f}", collector))
+    widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
+    line = lambda r: "  ".join(  # noqa: E731
+        c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+    out = [line(header), "  ".join("-" * w for w in widths)] + [line(r) for r in rows]
+    return "\n".join(out)
+
+
+def write_plot(result: dict, path: str) -> None:
+    from ._svg import Panel, Series, line_charts
+
+    colors = {"naive": "#d62728", "weakkeydict": "#ff7f0e", "coextra": "#2ca02c"}
+    live = Panel("Code objects still alive", "live code objects")
+    rss = Panel("Resident memory (RSS)", "RSS (MiB)")
+    for name, store in result["stores"].items():
+        waves = store["waves"]
+        live.series.append(Series(store["label"], [(w["wave"], w["live_code_objects"]) for w in waves],
+                                  colors.get(name, "#1f77b4"), dashed=name == "weakkeydict"))
+        rss.series.append(Series(store["label"], [(w["wave"], (w["rss_bytes"] or 0) / 2**20) for w in waves],
+                                 colors.get(name, "#1f77b4"), dashed=name == "weakkeydict"))
+    config = result["config"]
+    subtitle = (f"{config['functions']} functions compiled and dropped in {config['waves']} waves, "
+                f"CPython {config['python']}; "
+                f"{'evalframe' if result['features']['evalframe'] else 'direct calls'}, "
+                f"{'collector on' if result['features']['collector'] else 'no collector'}")
+    svg = line_charts([live, rss], title="coextra stress: compiled products that reference their own code",
+                      subtitle=subtitle, x_label="wave (after dropping its functions)")
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as fh:
+        fh.write(svg)
+
+
+def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="coextra-stress",
+        description="Compile thousands of functions whose cached products reference their own code, "
+                    "drop them in waves, and compare what three stores leave behind.")
+    parser.add_argument("-n", "--functions", type=int, default=10_000, help="functions to compile (default 10000)")
+    parser.add_argument("--waves", type=int, default=10, help="waves to compile and drop them in (default 10)")
+    parser.add_argument("--stores", default=",".join(_workload.STORES),
+                        help="comma-separated stores to run (default: %(default)s)")
+    parser.add_argument("--payload", type=int, default=2048,
+                        help="bytes of 'machine code' in every product (default 2048)")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
+    parser.add_argument("--plot", metavar="FILE.svg", help="write an SVG chart of live code objects and RSS")
+    parser.add_argument("--worker", choices=sorted(_workload.STORES), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.functions < 1 or args.waves < 1 or args.waves > args.functions:
+        parser.error("need 1 <= --waves <= -n/--functions")
+    args.store_list = [s.strip() for s in args.stores.split(",") if s.strip()]
+    unknown = [s for s in args.store_list if s not in _workload.STORES]
+    if unknown or not args.store_list:
+        parser.error(f"unknown store(s) {unknown}; choose from {', '.join(_workload.STORES)}")
+    return args
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    args = parse_args(argv)
+    if args.worker:
+        return run_worker(args.worker, args.functions, args.waves, args.payload)
+
+    notes = feature_notes()
+    result: dict = {
+        "config": {"functions": args.functions, "waves": args.waves, "payload_bytes": args.payload,
+                   "python": sys.version.split()[0], "memory_source": _memory.source()},
+        "features": {"evalframe": evalframe_module() is not None, "collector": collector_function() is not None},
+        "notes": notes,
+        "stores": {},
+    }
+    out = sys.stderr if args.json else sys.stdout
+    print(f"coextra stress: {args.functions} functions (exec'd sources, closures, lambdas, methods of "
+          f"run-time classes) compiled and dropped in {args.waves} waves, CPython {result['config']['python']}",
+          file=out)
+    for key, note in notes.items():
+        print(f"  {key}: {note}", file=out)
+    progress = Progress(out, args.waves)
+    for store in args.store_list:
+        result["stores"][store] = run_store(store, args, progress)
+
+    print("\nAfter the last wave (every function dropped by the program):", file=out)
+    print(format_table(result), file=out)
+    coextra_final = result["stores"].get("coextra", {}).get("final")
+    collector_stats = (coextra_final or {}).get("coextra_stats", {})
+    if "collections" in collector_stats:
+        # Automatic collections (gc.callbacks) run inside gc.collect(): their time is
+        # in "gc s" too, and in "collector s" as the collector timed itself.
+        print(f"coextra's collector: {collector_stats['collections']} collections (explicit and automatic), "
+              f"{collector_stats.get('detached_by_collector', '?')} holders detached by it; last one explored "
+              f"{collector_stats.get('last_nodes', '?')} nodes in "
+              f"{collector_stats.get('last_seconds', 0) * 1e3:.2f} ms", file=out)
+    if coextra_final is not None:
+        print(f"control: after coextra.reset() detached every holder by hand, "
+              f"{coextra_final['live_after_reset']} / {args.functions} code objects were still alive "
+              f"(nothing but their own caches kept the others)", file=out)
+    if args.plot:
+        write_plot(result, args.plot)
+        result["plot"] = os.path.abspath(args.plot)
+        print(f"\nplot: {result['plot']}", file=out)
+    if args.json:
+        json.dump(result, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
