@@ -1,0 +1,149 @@
+// capi.cpp -- the C API table: thin adapters from coextra.h's PyObject*
+// signatures to the core's Holder/Entry functions.
+#include "capi.h"
+
+#include "holder.h"
+#include "registry.h"
+
+namespace coextra {
+
+namespace {
+
+Holder *as_holder(PyObject *holder) { return reinterpret_cast<Holder *>(holder); }
+Entry *as_entry(PyObject *entry) { return reinterpret_cast<Entry *>(entry); }
+
+PyObject *api_holder_of(PyObject *code) {
+    return reinterpret_cast<PyObject *>(registry_holder_of(code));
+}
+
+PyObject *api_ensure(PyObject *code) {
+    if (!PyCode_Check(code)) {
+        PyErr_Format(PyExc_TypeError, "coextra: ensure() needs a code object, not '%.200s'",
+                     Py_TYPE(code)->tp_name);
+        return nullptr;
+    }
+    return reinterpret_cast<PyObject *>(registry_ensure(code));
+}
+
+PyObject *api_add(PyObject *holder, PyObject *product, PyObject *guard) {
+    return reinterpret_cast<PyObject *>(holder_add(as_holder(holder), product, guard));
+}
+
+PyObject *api_entry_product(PyObject *entry) { return as_entry(entry)->product; }
+
+PyObject *api_entry_guard(PyObject *entry) { return as_entry(entry)->guard; }
+
+// Adapts a native guard on products to the core's matcher on entries.
+struct NativeGuard {
+    coextra_guard match;
+    void *context;
+};
+
+int match_native_guard(Entry *entry, void *context) {
+    auto *guard = static_cast<NativeGuard *>(context);
+    if (entry->product == nullptr) {
+        return 0;  // cleared by the GC: the entry is garbage and answers nothing
+    }
+    return guard->match(entry->product, guard->context);
+}
+
+int api_lookup(PyObject *holder, coextra_guard match, void *context, PyObject **found) {
+    Holder *h = as_holder(holder);
+    if (match == nullptr) {
+        // No guard runs no Python code: the front entry is the answer, already
+        // at the front. This is the path of a backend whose entries always apply.
+        *found = nullptr;
+        if (h->size == 0) {
+            return 0;
+        }
+        Entry *front = as_entry(h->items[0]);
+        front->hits++;
+        *found = Py_NewRef(h->items[0]);
+        return 1;
+    }
+    NativeGuard guard{match, context};
+    Entry *entry = nullptr;
+    int result = holder_lookup(h, match_native_guard, &guard, &entry);
+    *found = reinterpret_cast<PyObject *>(entry);
+    return result;
+}
+
+int api_find(PyObject *code, coextra_guard match, void *context, PyObject **found) {
+    Holder *h = registry_holder_of(code);
+    if (h == nullptr) {
+        *found = nullptr;
+        return 0;
+    }
+    return api_lookup(reinterpret_cast<PyObject *>(h), match, context, found);
+}
+
+int api_for_each(PyObject *holder, coextra_visit visit, void *context) {
+    // A snapshot with its own references: visit may add, remove or clear.
+    PyObject *entries = holder_entries(as_holder(holder));
+    if (entries == nullptr) {
+        return -1;
+    }
+    int result = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(entries) && result == 0; i++) {
+        PyObject *entry = PyList_GET_ITEM(entries, i);
+        PyObject *product = as_entry(entry)->product;
+        if (product != nullptr) {
+            result = visit(entry, product, context);
+        }
+    }
+    Py_DECREF(entries);
+    return result < 0 ? -1 : result;
+}
+
+Py_ssize_t api_size(PyObject *holder) { return as_holder(holder)->size; }
+
+int api_remove(PyObject *holder, PyObject *entry) {
+    return holder_remove(as_holder(holder), as_entry(entry));
+}
+
+void api_clear(PyObject *holder) { holder_clear(as_holder(holder)); }
+
+int api_detach(PyObject *holder) { return registry_detach(as_holder(holder)); }
+
+PyObject *api_holder_code(PyObject *holder) { return as_holder(holder)->code; }
+
+int api_closed() {
+    // registry_get() raises when the registry is gone; keep whatever exception
+    // the caller may have pending, since closed() promises not to touch it.
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    Registry *r = registry_get();
+    PyErr_Clear();
+    PyErr_Restore(type, value, traceback);
+    return (r == nullptr || r->closed) ? 1 : 0;  // destroyed: as closed as it gets
+}
+
+const coextra_CAPI table = {
+    COEXTRA_CAPI_VERSION,
+    sizeof(coextra_CAPI),
+    api_holder_of,
+    api_ensure,
+    api_add,
+    api_entry_product,
+    api_entry_guard,
+    api_lookup,
+    api_find,
+    api_for_each,
+    api_size,
+    api_remove,
+    api_clear,
+    api_detach,
+    api_holder_code,
+    api_closed,
+};
+
+}  // namespace
+
+const coextra_CAPI *capi_table() { return &table; }
+
+PyObject *capi_capsule() {
+    // The capsule API takes a non-const pointer; nobody writes through it.
+    return PyCapsule_New(const_cast<coextra_CAPI *>(&table), COEXTRA_CAPSULE_NAME, nullptr);
+}
+
+}  // namespace coextra
