@@ -6,6 +6,8 @@
 //       A minimal PEP 523 hook: read one raw co_extra pointer of the frame's
 //       code (an index of its own) and nothing else, then run the frame with
 //       the evaluator that was installed before.
+//   counting_hook_enable() / raw_hook_disable(), counting_hook_frames()
+//       The same plus a frame counter: "another PEP 523 user" for the tests.
 //   time_raw_read(code, n) -> ns per read
 //       n raw co_extra reads of code.
 //   time_capi_find(code, n) -> ns per lookup
@@ -30,19 +32,42 @@ PyObject *raw_hook(PyThreadState *tstate, coextra::compat::EvalFrame *frame, int
     return previous(tstate, frame, throwflag);
 }
 
-PyObject *raw_hook_enable(PyObject *, PyObject *) {
-    if (previous == nullptr) {
-        previous = coextra::compat::get_eval_frame();
-        coextra::compat::set_eval_frame(raw_hook);
+unsigned long long counted_frames = 0;
+
+PyObject *counting_hook(PyThreadState *tstate, coextra::compat::EvalFrame *frame, int throwflag) {
+    counted_frames++;
+    return raw_hook(tstate, frame, throwflag);
+}
+
+PyObject *install(coextra::compat::EvalFrameFunction hook) {
+    if (previous != nullptr) {
+        PyErr_SetString(PyExc_RuntimeError, "a _capi_bench hook is already installed");
+        return nullptr;
     }
+    previous = coextra::compat::get_eval_frame();
+    coextra::compat::set_eval_frame(hook);
     Py_RETURN_NONE;
 }
 
+PyObject *raw_hook_enable(PyObject *, PyObject *) { return install(raw_hook); }
+
+PyObject *counting_hook_enable(PyObject *, PyObject *) { return install(counting_hook); }
+
+PyObject *counting_hook_frames(PyObject *, PyObject *) {
+    return PyLong_FromUnsignedLongLong(counted_frames);
+}
+
 PyObject *raw_hook_disable(PyObject *, PyObject *) {
-    if (previous != nullptr && coextra::compat::get_eval_frame() == raw_hook) {
-        coextra::compat::set_eval_frame(previous);
-        previous = nullptr;
+    coextra::compat::EvalFrameFunction current = coextra::compat::get_eval_frame();
+    if (previous == nullptr) {
+        Py_RETURN_NONE;
     }
+    if (current != raw_hook && current != counting_hook) {
+        PyErr_SetString(PyExc_RuntimeError, "another evaluator is installed on top of the hook");
+        return nullptr;
+    }
+    coextra::compat::set_eval_frame(previous);
+    previous = nullptr;
     Py_RETURN_NONE;
 }
 
@@ -90,7 +115,10 @@ PyObject *time_capi_find(PyObject *, PyObject *args) {
 
 PyMethodDef methods[] = {
     {"raw_hook_enable", raw_hook_enable, METH_NOARGS, "Install the minimal raw co_extra hook."},
-    {"raw_hook_disable", raw_hook_disable, METH_NOARGS, "Restore the evaluator found at enable."},
+    {"counting_hook_enable", counting_hook_enable, METH_NOARGS, "Install the counting hook."},
+    {"counting_hook_frames", counting_hook_frames, METH_NOARGS, "Frames the counting hook saw."},
+    {"raw_hook_disable", raw_hook_disable, METH_NOARGS,
+     "Restore the evaluator found at enable, if the hook is still the installed one."},
     {"time_raw_read", time_raw_read, METH_VARARGS, "time_raw_read(code, n) -> ns per read"},
     {"time_capi_find", time_capi_find, METH_VARARGS, "time_capi_find(code, n) -> ns per lookup"},
     {nullptr, nullptr, 0, nullptr},

@@ -8,6 +8,7 @@
 #include <pybind11/embed.h>
 
 #include <coextra/coextra.h>
+#include <coextra/coextra.hpp>
 
 #include <string>
 #include <vector>
@@ -310,6 +311,64 @@ TEST_F(CAPI, ClosedIsFalseWhileTheInterpreterRuns) {
     PyErr_SetString(PyExc_LookupError, "pending");
     EXPECT_EQ(COEXTRA_API->closed(), 0);
     EXPECT_TRUE(PyErr_ExceptionMatches(PyExc_LookupError)) << "closed() keeps a pending exception";
+    PyErr_Clear();
+}
+
+// --- the C++ wrapper (coextra.hpp)
+
+TEST_F(CAPI, CppWrapperAddsLooksUpWithALambdaAndIterates) {
+    py::object f = make_function("f");
+    PyObject *code = code_ptr(f);
+    EXPECT_FALSE(coextra::Holder::of(code)) << "no holder yet, and no exception";
+    EXPECT_FALSE(PyErr_Occurred());
+    coextra::Holder h = coextra::Holder::ensure(code);
+    ASSERT_TRUE(h);
+    EXPECT_EQ(h.code(), code);
+    for (int i = 0; i < 3; i++) {
+        ASSERT_TRUE(h.add(py::int_(i).ptr()));
+    }
+    coextra::Entry hit;
+    ASSERT_EQ(h.lookup([](PyObject *product) { return PyLong_AsLong(product) == 0 ? 1 : 0; }, hit), 1);
+    EXPECT_EQ(PyLong_AsLong(hit.product()), 0);
+    std::vector<long> order;
+    EXPECT_EQ(h.for_each([&](PyObject *, PyObject *product) {
+        order.push_back(PyLong_AsLong(product));
+        return 0;
+    }),
+              0);
+    EXPECT_EQ(order, (std::vector<long>{0, 2, 1})) << "the hit moved to the front";
+    EXPECT_TRUE(h.remove(hit));
+    EXPECT_EQ(h.size(), 2);
+}
+
+TEST_F(CAPI, CppWrapperKeepsADetachedHolderValid) {
+    py::object f = make_function("f");
+    coextra::Holder h = coextra::Holder::ensure(code_ptr(f));
+    ASSERT_TRUE(h.add(py::str("p").ptr()));
+    EXPECT_TRUE(h.detach());
+    EXPECT_FALSE(h.detach());
+    EXPECT_EQ(h.code(), nullptr);
+    coextra::Entry front;
+    EXPECT_EQ(h.front(front), 1) << "a detached holder still works as a container";
+    EXPECT_EQ(h.size(), 1);
+}
+
+TEST_F(CAPI, CppWrapperReportsErrorsTheCPythonWay) {
+    py::object f = make_function("f");
+    coextra::Holder h = coextra::Holder::ensure(f.ptr());  // a function, not a code object
+    EXPECT_FALSE(h);
+    EXPECT_TRUE(PyErr_ExceptionMatches(PyExc_TypeError));
+    PyErr_Clear();
+    coextra::Holder good = coextra::Holder::ensure(code_ptr(f));
+    ASSERT_TRUE(good.add(py::int_(1).ptr()));
+    coextra::Entry none;
+    EXPECT_EQ(good.lookup([](PyObject *) {
+        PyErr_SetString(PyExc_RuntimeError, "boom");
+        return -1;
+    }, none),
+              -1);
+    EXPECT_FALSE(none);
+    EXPECT_TRUE(PyErr_ExceptionMatches(PyExc_RuntimeError));
     PyErr_Clear();
 }
 
