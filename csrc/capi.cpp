@@ -12,9 +12,26 @@ namespace {
 Holder *as_holder(PyObject *holder) { return reinterpret_cast<Holder *>(holder); }
 Entry *as_entry(PyObject *entry) { return reinterpret_cast<Entry *>(entry); }
 
-PyObject *api_holder_of(PyObject *code) {
-    return reinterpret_cast<PyObject *>(registry_holder_of(code));
+// The registry's co_extra index, copied when the capsule is made (after the
+// registry exists; CPython never changes or releases an index). The per-frame
+// functions read the slot with it directly instead of going through
+// registry_holder_of: one call less on the hottest path (see
+// bench/bench_evalframe.py). Same answer: a non-NULL slot always points to
+// an attached holder, because every detach, teardown included, clears it.
+Py_ssize_t extra_index = -1;
+
+Holder *read_slot(PyObject *code) {
+    void *value = nullptr;
+    if (extra_index < 0 || compat::code_get_extra(code, extra_index, &value) < 0) {
+        if (extra_index >= 0) {
+            PyErr_Clear();  // only fails for a non-code object
+        }
+        return nullptr;
+    }
+    return static_cast<Holder *>(value);
 }
+
+PyObject *api_holder_of(PyObject *code) { return reinterpret_cast<PyObject *>(read_slot(code)); }
 
 PyObject *api_ensure(PyObject *code) {
     if (!PyCode_Check(code)) {
@@ -69,7 +86,7 @@ int api_lookup(PyObject *holder, coextra_guard match, void *context, PyObject **
 }
 
 int api_find(PyObject *code, coextra_guard match, void *context, PyObject **found) {
-    Holder *h = registry_holder_of(code);
+    Holder *h = read_slot(code);
     if (h == nullptr) {
         *found = nullptr;
         return 0;
@@ -118,9 +135,11 @@ int api_closed() {
     return (r == nullptr || r->closed) ? 1 : 0;  // destroyed: as closed as it gets
 }
 
-const coextra_CAPI table = {
+// Not const: extra_index is filled in by capi_table() once the registry exists.
+coextra_CAPI table = {
     COEXTRA_CAPI_VERSION,
     sizeof(coextra_CAPI),
+    -1,
     api_holder_of,
     api_ensure,
     api_add,
@@ -139,11 +158,25 @@ const coextra_CAPI table = {
 
 }  // namespace
 
-const coextra_CAPI *capi_table() { return &table; }
+const coextra_CAPI *capi_table() {
+    if (extra_index < 0) {
+        Registry *r = registry_get();
+        if (r == nullptr) {
+            PyErr_Clear();  // no registry yet: holder_of answers NULL until there is one
+        } else {
+            extra_index = r->extra_index;
+            table.extra_index = extra_index;
+        }
+    }
+    return &table;
+}
 
 PyObject *capi_capsule() {
-    // The capsule API takes a non-const pointer; nobody writes through it.
-    return PyCapsule_New(const_cast<coextra_CAPI *>(&table), COEXTRA_CAPSULE_NAME, nullptr);
+    if (registry_get() == nullptr) {
+        return nullptr;
+    }
+    capi_table();
+    return PyCapsule_New(&table, COEXTRA_CAPSULE_NAME, nullptr);
 }
 
 }  // namespace coextra

@@ -12,11 +12,13 @@
 namespace coextra {
 
 // The table of this build. Static storage: valid for the life of the process,
-// which outlives the capsule that points at it.
+// which outlives the capsule that points at it. Call it after registry_init()
+// (the table learns the registry's co_extra index on the first call made
+// while a registry exists).
 const coextra_CAPI *capi_table();
 
 // A new capsule named COEXTRA_CAPSULE_NAME around capi_table(), or NULL with
-// an exception.
+// an exception (RuntimeError when there is no registry).
 PyObject *capi_capsule();
 
 }  // namespace coextra

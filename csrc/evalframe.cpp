@@ -71,9 +71,11 @@ PyObject *hook(PyThreadState *tstate, compat::EvalFrame *frame, int throwflag) {
     }
     state.stats.frames++;
     PyObject *code = compat::frame_code(frame);
+    // The header's inline holder read, then the table's lookup. No native
+    // guard: every entry applies, and the lookup cannot fail.
+    PyObject *holder = coextra_holder_of(code);
     PyObject *entry = nullptr;
-    // No native guard: every entry applies, and the lookup cannot fail.
-    if (state.api->find(code, nullptr, nullptr, &entry) > 0) {
+    if (holder != nullptr && state.api->lookup(holder, nullptr, nullptr, &entry) > 0) {
         Py_DECREF(entry);
         state.stats.hits++;
         return previous(tstate, frame, throwflag);
@@ -97,6 +99,7 @@ int evalframe_enable(PyObject *callback) {
         return -1;
     }
     state.api = capi_table();
+    coextra_api = state.api;  // this file's copy of the header's table pointer (coextra_holder_of)
     if (!state.installed) {
         compat::EvalFrameFunction current = compat::get_eval_frame();
         state.previous = current ? current : compat::default_eval_frame();

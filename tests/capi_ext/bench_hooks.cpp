@@ -10,6 +10,9 @@
 //       The same plus a frame counter: "another PEP 523 user" for the tests.
 //   time_raw_read(code, n) -> ns per read
 //       n raw co_extra reads of code.
+//   time_capi_holder_of(code, n), time_inline_holder_of(code, n) -> ns per call
+//       n holder lookups through the table, and through the header's inline
+//       coextra_holder_of() (one co_extra read with the table's index).
 //   time_capi_find(code, n) -> ns per lookup
 //       n C API lookups (find: co_extra read + front entry) of code, the
 //       per-frame query of the evalframe backend.
@@ -113,7 +116,19 @@ PyObject *time_capi_find(PyObject *, PyObject *args) {
     });
 }
 
+PyObject *time_capi_holder_of(PyObject *, PyObject *args) {
+    return time_loop(args, [](PyObject *code) { sink = COEXTRA_API->holder_of(code); });
+}
+
+PyObject *time_inline_holder_of(PyObject *, PyObject *args) {
+    return time_loop(args, [](PyObject *code) { sink = coextra_holder_of(code); });
+}
+
 PyMethodDef methods[] = {
+    {"time_capi_holder_of", time_capi_holder_of, METH_VARARGS,
+     "time_capi_holder_of(code, n) -> ns per COEXTRA_API->holder_of(code)"},
+    {"time_inline_holder_of", time_inline_holder_of, METH_VARARGS,
+     "time_inline_holder_of(code, n) -> ns per coextra_holder_of(code) (inline)"},
     {"raw_hook_enable", raw_hook_enable, METH_NOARGS, "Install the minimal raw co_extra hook."},
     {"counting_hook_enable", counting_hook_enable, METH_NOARGS, "Install the counting hook."},
     {"counting_hook_frames", counting_hook_frames, METH_NOARGS, "Frames the counting hook saw."},

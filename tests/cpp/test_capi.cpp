@@ -61,6 +61,7 @@ TEST_F(CAPI, ImportGivesTheVersionedTableOfThisHeader) {
     ASSERT_NE(COEXTRA_API, nullptr);
     EXPECT_EQ(COEXTRA_API->version, static_cast<unsigned>(COEXTRA_CAPI_VERSION));
     EXPECT_GE(COEXTRA_API->table_size, sizeof(coextra_CAPI));
+    EXPECT_GE(COEXTRA_API->extra_index, 0) << "filled in once the registry exists";
     EXPECT_EQ(COEXTRA_API, PyCapsule_Import(COEXTRA_CAPSULE_NAME, 0)) << "one table, from the capsule";
 }
 
@@ -125,6 +126,7 @@ TEST_F(CAPI, HolderOfIsNullWithoutErrorUntilEnsureCreatesOne) {
     PyObject *h = COEXTRA_API->ensure(code);
     ASSERT_NE(h, nullptr);
     EXPECT_EQ(COEXTRA_API->holder_of(code), h);
+    EXPECT_EQ(coextra_holder_of(code), h) << "the inline read agrees with the table";
     EXPECT_EQ(COEXTRA_API->ensure(code), h) << "one holder per code object";
     EXPECT_EQ(COEXTRA_API->holder_code(h), code);
     EXPECT_EQ(COEXTRA_API->size(h), 0);
@@ -286,6 +288,7 @@ TEST_F(CAPI, RemoveClearAndDetach) {
     Py_INCREF(h);  // keep it past the registry's reference
     EXPECT_EQ(COEXTRA_API->detach(h), 1);
     EXPECT_EQ(COEXTRA_API->holder_of(code), nullptr);
+    EXPECT_EQ(coextra_holder_of(code), nullptr) << "detach clears the slot the inline read uses";
     EXPECT_EQ(COEXTRA_API->holder_code(h), nullptr);
     EXPECT_EQ(COEXTRA_API->detach(h), 0) << "detaching twice is a no-op";
     EXPECT_NE(COEXTRA_API->ensure(code), h) << "a detached holder is never attached again";

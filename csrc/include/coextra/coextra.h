@@ -71,6 +71,9 @@ typedef struct coextra_CAPI {
     unsigned int version;
     /* sizeof(coextra_CAPI) in the module that made this table. */
     size_t table_size;
+    /* The co_extra index where coextra keeps its (non-owning) holder pointers,
+     * for coextra_holder_of() below. Read-only. */
+    Py_ssize_t extra_index;
 
     /* The holder attached to `code` (a code object), or NULL when there is
      * none. Borrowed (the registry owns it; see Lifetime above). Never sets
@@ -189,6 +192,25 @@ static inline int coextra_import(void) {
     }
     coextra_api = api;
     return 0;
+}
+
+/* holder_of(code) inlined into the caller: one co_extra read, no call into
+ * coextra, for the hottest paths (a frame evaluator's per-frame check). Same
+ * contract as coextra_api->holder_of (borrowed or NULL, never an exception),
+ * and the same answer: coextra clears the slot whenever it detaches a holder,
+ * so a non-NULL slot always holds an attached holder. `code` must be a code
+ * object. (CPython renamed the accessor in 3.12; this header must stand alone.) */
+static inline PyObject *coextra_holder_of(PyObject *code) {
+    void *holder = NULL;
+#if PY_VERSION_HEX >= 0x030C0000
+    if (PyUnstable_Code_GetExtra(code, coextra_api->extra_index, &holder) < 0) {
+#else
+    if (_PyCode_GetExtra(code, coextra_api->extra_index, &holder) < 0) {
+#endif
+        PyErr_Clear();
+        return NULL;
+    }
+    return (PyObject *)holder;
 }
 
 #ifdef __cplusplus
