@@ -42,7 +42,23 @@ PyObject *api_ensure(PyObject *code) {
     return reinterpret_cast<PyObject *>(registry_ensure(code));
 }
 
+// Functions that can run Python code (an allocation's GC pass on 3.10/3.11, a
+// guard, a visit) hold their own reference to the holder meanwhile: callers
+// pass borrowed holders, and that code may detach the holder, dropping what
+// may be its only other reference.
+class KeepAlive {
+public:
+    explicit KeepAlive(PyObject *object) : object_(Py_NewRef(object)) {}
+    ~KeepAlive() { Py_DECREF(object_); }
+    KeepAlive(const KeepAlive &) = delete;
+    KeepAlive &operator=(const KeepAlive &) = delete;
+
+private:
+    PyObject *object_;
+};
+
 PyObject *api_add(PyObject *holder, PyObject *product, PyObject *guard) {
+    KeepAlive keep(holder);
     return reinterpret_cast<PyObject *>(holder_add(as_holder(holder), product, guard));
 }
 
@@ -78,6 +94,7 @@ int api_lookup(PyObject *holder, coextra_guard match, void *context, PyObject **
         *found = Py_NewRef(h->items[0]);
         return 1;
     }
+    KeepAlive keep(holder);
     NativeGuard guard{match, context};
     Entry *entry = nullptr;
     int result = holder_lookup(h, match_native_guard, &guard, &entry);
@@ -95,6 +112,7 @@ int api_find(PyObject *code, coextra_guard match, void *context, PyObject **foun
 }
 
 int api_for_each(PyObject *holder, coextra_visit visit, void *context) {
+    KeepAlive keep(holder);
     // A snapshot with its own references: visit may add, remove or clear.
     PyObject *entries = holder_entries(as_holder(holder));
     if (entries == nullptr) {

@@ -48,6 +48,8 @@ int compile(PyObject *code) {
     }
     int result = 0;
     if (product != Py_None && !api->closed()) {
+        // Nothing runs between ensure() and add(), and add() keeps the holder
+        // alive itself while it allocates (see coextra.h, Lifetime).
         PyObject *holder = api->ensure(code);
         PyObject *entry = holder ? api->add(holder, product, nullptr) : nullptr;
         if (entry == nullptr) {

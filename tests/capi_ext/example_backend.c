@@ -57,12 +57,13 @@ static PyObject *remember(PyObject *self, PyObject *args) {
     if (holder == NULL) {
         return NULL;
     }
+    /* Our own reference while we allocate: an allocation may run a GC pass
+     * (3.10/3.11) whose callbacks may detach the holder. */
+    Py_INCREF(holder);
     PyObject *product = PyTuple_Pack(2, key, value);
-    if (product == NULL) {
-        return NULL;
-    }
-    PyObject *entry = COEXTRA_API->add(holder, product, NULL); /* new reference */
-    Py_DECREF(product);
+    PyObject *entry = product ? COEXTRA_API->add(holder, product, NULL) : NULL; /* new ref */
+    Py_XDECREF(product);
+    Py_DECREF(holder);
     if (entry == NULL) {
         return NULL;
     }

@@ -310,6 +310,28 @@ TEST_F(CAPI, AProductReferencingItsCodeIsFreedOnceDetached) {
     EXPECT_TRUE(f_alive().is_none()) << "detached: nothing keeps the cycle alive";
 }
 
+// A guard that detaches every holder, then reports how many holders exist.
+int detach_all_and_count(PyObject *, void *context) {
+    py::module_::import("coextra").attr("reset")();
+    *static_cast<long *>(context) = stats()["holders_alive"].cast<long>();
+    return 1;
+}
+
+TEST_F(CAPI, ALookupKeepsABorrowedHolderAliveWhileItsGuardDetachesIt) {
+    py::object f = make_function("f");
+    PyObject *code = code_ptr(f);
+    PyObject *h = COEXTRA_API->ensure(code);  // borrowed: the registry's is the only reference
+    Py_DECREF(COEXTRA_API->add(h, py::str("p").ptr(), nullptr));
+    long alive_before = stats()["holders_alive"].cast<long>();
+    long alive_during = -1;
+    PyObject *found = nullptr;
+    ASSERT_EQ(COEXTRA_API->lookup(h, detach_all_and_count, &alive_during, &found), 1);
+    EXPECT_EQ(alive_during, alive_before) << "the lookup's own reference kept the holder alive";
+    EXPECT_EQ(COEXTRA_API->holder_of(code), nullptr);
+    EXPECT_EQ(py::handle(COEXTRA_API->entry_product(found)).cast<std::string>(), "p");
+    Py_DECREF(found);
+}
+
 TEST_F(CAPI, ClosedIsFalseWhileTheInterpreterRuns) {
     PyErr_SetString(PyExc_LookupError, "pending");
     EXPECT_EQ(COEXTRA_API->closed(), 0);

@@ -29,7 +29,9 @@
  * object being freed, the cycle collector, or interpreter exit. Any of these
  * can happen whenever Python code runs (a guard, a __del__, a GC pass on
  * 3.10/3.11 allocations), so take a reference (Py_INCREF) to a holder you
- * keep across such calls. A detached holder is still a valid container.
+ * keep across such calls of your own. The functions below that can run Python
+ * code keep the holder they are given alive for their own duration. A
+ * detached holder is still a valid container.
  *
  * Threads. Call every function with the GIL held (coextra supports the
  * default, GIL build of CPython only) and from the main interpreter.
