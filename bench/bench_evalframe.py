@@ -91,6 +91,7 @@ def main() -> int:
         "raw co_extra read": bench.time_raw_read,
         "coextra_holder_of() (header inline)": bench.time_inline_holder_of,
         "COEXTRA_API->holder_of()": bench.time_capi_holder_of,
+        "coextra_holder_of() + front() (evalframe's check)": bench.time_inline_front,
         "COEXTRA_API->find() (holder + front entry)": bench.time_capi_find,
     }
     lookup_times: dict[str, list[float]] = {name: [] for name in lookup_functions}

@@ -80,20 +80,23 @@ int match_native_guard(Entry *entry, void *context) {
     return guard->match(entry->product, guard->context);
 }
 
-int api_lookup(PyObject *holder, coextra_guard match, void *context, PyObject **found) {
+// No guard runs no Python code: the front entry is the answer, already at the
+// front. This is the path of a backend whose entries always apply.
+PyObject *api_front(PyObject *holder) {
     Holder *h = as_holder(holder);
-    if (match == nullptr) {
-        // No guard runs no Python code: the front entry is the answer, already
-        // at the front. This is the path of a backend whose entries always apply.
-        *found = nullptr;
-        if (h->size == 0) {
-            return 0;
-        }
-        Entry *front = as_entry(h->items[0]);
-        front->hits++;
-        *found = Py_NewRef(h->items[0]);
-        return 1;
+    if (h->size == 0) {
+        return nullptr;
     }
+    as_entry(h->items[0])->hits++;
+    return h->items[0];
+}
+
+int api_lookup(PyObject *holder, coextra_guard match, void *context, PyObject **found) {
+    if (match == nullptr) {
+        *found = Py_XNewRef(api_front(holder));
+        return *found != nullptr ? 1 : 0;
+    }
+    Holder *h = as_holder(holder);
     KeepAlive keep(holder);
     NativeGuard guard{match, context};
     Entry *entry = nullptr;
@@ -164,6 +167,7 @@ coextra_CAPI table = {
     api_entry_product,
     api_entry_guard,
     api_lookup,
+    api_front,
     api_find,
     api_for_each,
     api_size,

@@ -21,12 +21,18 @@ struct State {
     // through: the GIL serialises the hook, so a plain counter is enough, and a
     // callback that releases the GIL cannot let another thread recurse in.
     int compiling = 0;
+    // enabled && compiling == 0: the one flag the hook tests per frame.
+    bool active = false;
+    // Frames looked up that were not hits (frames = hits + misses).
+    uint64_t misses = 0;
     // The C API table, the one third parties get through the capsule.
     const coextra_CAPI *api = nullptr;
     EvalFrameStats stats{};
 };
 
 State state;
+
+void update_active() { state.active = state.enabled && state.compiling == 0; }
 
 // Calls the callback for `code` and stores a non-None result. Returns 0, or -1
 // with the callback's (or the store's) exception set.
@@ -39,9 +45,11 @@ int compile(PyObject *code) {
     // which drops the backend's reference to it.
     PyObject *callback = Py_NewRef(state.callback);
     state.compiling++;
+    update_active();
     state.stats.compiles++;
     PyObject *product = PyObject_CallOneArg(callback, code);
     state.compiling--;
+    update_active();
     Py_DECREF(callback);
     if (product == nullptr) {
         return -1;
@@ -67,26 +75,25 @@ PyObject *hook(PyThreadState *tstate, compat::EvalFrame *frame, int throwflag) {
     compat::EvalFrameFunction previous = state.previous;
     // throwflag: the frame is resumed to raise an exception already set
     // (generator.throw); calling Python code now would clobber it.
-    if (!state.enabled || state.compiling > 0 || throwflag) {
+    if (!state.active || throwflag) {
         state.stats.passthrough++;
         return previous(tstate, frame, throwflag);
     }
-    state.stats.frames++;
     PyObject *code = compat::frame_code(frame);
-    // The header's inline holder read, then the table's lookup. No native
-    // guard: every entry applies, and the lookup cannot fail.
+    // The header's inline holder read, then the table's front(): every entry
+    // applies (no guard), so the front one answers; it counts the hit and
+    // needs no reference, since nothing runs before the frame does.
     PyObject *holder = coextra_holder_of(code);
-    PyObject *entry = nullptr;
-    if (holder != nullptr && state.api->lookup(holder, nullptr, nullptr, &entry) > 0) {
-        Py_DECREF(entry);
+    if (holder != nullptr && state.api->front(holder) != nullptr) {
         state.stats.hits++;
         return previous(tstate, frame, throwflag);
     }
+    state.misses++;
     if (compile(code) < 0) {
         // Run the frame in "throw" mode: the evaluator raises the pending
         // exception inside the frame, so the frame is unwound and popped by
-        // its own evaluator (returning NULL here would leak the 3.11+ frame)
-        // and appears in the traceback, as if its first instruction raised.
+        // its own evaluator (returning NULL here would leak the 3.11+ frame),
+        // as if its first instruction raised.
         return previous(tstate, frame, 1);
     }
     return previous(tstate, frame, throwflag);
@@ -111,6 +118,7 @@ int evalframe_enable(PyObject *callback) {
     PyObject *old = state.callback;
     state.callback = Py_NewRef(callback);
     state.enabled = true;
+    update_active();
     Py_XDECREF(old);  // last: may run a __del__ that sees the new state
     return 0;
 }
@@ -121,6 +129,7 @@ void evalframe_disable() {
         state.installed = false;
     }
     state.enabled = false;
+    update_active();
     PyObject *old = state.callback;
     state.callback = nullptr;
     Py_XDECREF(old);
@@ -130,8 +139,15 @@ bool evalframe_is_enabled() { return state.enabled; }
 
 PyObject *evalframe_callback() { return state.callback; }
 
-EvalFrameStats evalframe_stats() { return state.stats; }
+EvalFrameStats evalframe_stats() {
+    EvalFrameStats stats = state.stats;
+    stats.frames = stats.hits + state.misses;  // one counter less per frame
+    return stats;
+}
 
-void evalframe_reset_stats() { state.stats = EvalFrameStats{}; }
+void evalframe_reset_stats() {
+    state.stats = EvalFrameStats{};
+    state.misses = 0;
+}
 
 }  // namespace coextra

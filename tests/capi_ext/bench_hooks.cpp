@@ -13,6 +13,8 @@
 //   time_capi_holder_of(code, n), time_inline_holder_of(code, n) -> ns per call
 //       n holder lookups through the table, and through the header's inline
 //       coextra_holder_of() (one co_extra read with the table's index).
+//   time_inline_front(code, n) -> ns per check
+//       coextra_holder_of() then COEXTRA_API->front(): evalframe's per-frame check.
 //   time_capi_find(code, n) -> ns per lookup
 //       n C API lookups (find: co_extra read + front entry) of code, the
 //       per-frame query of the evalframe backend.
@@ -124,7 +126,16 @@ PyObject *time_inline_holder_of(PyObject *, PyObject *args) {
     return time_loop(args, [](PyObject *code) { sink = coextra_holder_of(code); });
 }
 
+PyObject *time_inline_front(PyObject *, PyObject *args) {
+    return time_loop(args, [](PyObject *code) {
+        PyObject *holder = coextra_holder_of(code);
+        sink = holder ? COEXTRA_API->front(holder) : nullptr;
+    });
+}
+
 PyMethodDef methods[] = {
+    {"time_inline_front", time_inline_front, METH_VARARGS,
+     "time_inline_front(code, n) -> ns per coextra_holder_of + front (evalframe's per-frame check)"},
     {"time_capi_holder_of", time_capi_holder_of, METH_VARARGS,
      "time_capi_holder_of(code, n) -> ns per COEXTRA_API->holder_of(code)"},
     {"time_inline_holder_of", time_inline_holder_of, METH_VARARGS,

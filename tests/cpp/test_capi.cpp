@@ -167,8 +167,16 @@ TEST_F(CAPI, AddThenLookupWithANativeGuardMovesTheHitToTheFront) {
     EXPECT_EQ(found, ea);
     EXPECT_EQ(py::handle(found).attr("hits").cast<int>(), 2);
     Py_DECREF(found);
+    // front(): the same answer, borrowed, and the hit counted.
+    Py_ssize_t refs = Py_REFCNT(ea);
+    EXPECT_EQ(COEXTRA_API->front(h), ea);
+    EXPECT_EQ(Py_REFCNT(ea), refs) << "front() takes no reference";
+    EXPECT_EQ(py::handle(ea).attr("hits").cast<int>(), 3);
     Py_DECREF(ea);
     Py_DECREF(eb);
+    COEXTRA_API->clear(h);
+    EXPECT_EQ(COEXTRA_API->front(h), nullptr);
+    EXPECT_FALSE(PyErr_Occurred());
 }
 
 TEST_F(CAPI, FindOnCodeWithoutHolderIsZeroWithoutError) {

@@ -112,6 +112,13 @@ typedef struct coextra_CAPI {
      * holder is then unchanged). */
     int (*lookup)(PyObject *holder, coextra_guard match, void *context, PyObject **found);
 
+    /* The front (most recently used) entry of `holder`, counting a hit on it,
+     * or NULL when the holder is empty. BORROWED and no Python code runs: the
+     * cheapest "is there a product" check for a frame evaluator whose entries
+     * always apply. The entry stays valid until Python code runs (Py_INCREF it
+     * to keep it longer). Never sets an exception. */
+    PyObject *(*front)(PyObject *holder);
+
     /* holder_of(code) then lookup(): the per-frame query in one call.
      * Returns as lookup(); 0 when `code` has no holder. */
     int (*find)(PyObject *code, coextra_guard match, void *context, PyObject **found);
