@@ -1,7 +1,8 @@
 // evalframe.h -- a PEP 523 frame-evaluation backend built on the C API.
 //
 // While enabled, every Python frame about to run is looked up in coextra
-// through the same C API table a third-party backend gets (capi.h). A frame
+// through the same C API a third-party backend gets (capi.h: the header's
+// inline coextra_holder_of(), then the table's front()). A frame
 // whose code has an entry is a hit. Otherwise the Python callback is called
 // with the code object, with the backend switched off on every thread for the
 // duration of the call (so neither the callback's own frames nor other
@@ -22,7 +23,7 @@
 namespace coextra {
 
 struct EvalFrameStats {
-    uint64_t frames;       // frames looked up
+    uint64_t frames;       // frames looked up (hits + misses)
     uint64_t hits;         // ... whose code had an entry
     uint64_t compiles;     // callback calls (one per miss)
     uint64_t stored;       // callback results stored as entries (not None)

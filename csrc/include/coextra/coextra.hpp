@@ -93,12 +93,10 @@ public:
         return result;
     }
 
-    // The front entry (no guard), as lookup with match == NULL.
+    // The front entry (its hit counted), held by `found`: 1, or 0 when empty.
     int front(Entry &found) const {
-        PyObject *entry = nullptr;
-        int result = COEXTRA_API->lookup(holder_.get(), nullptr, nullptr, &entry);
-        found = Entry(Ref::steal(entry));
-        return result;
+        found = Entry(Ref::borrow(COEXTRA_API->front(holder_.get())));
+        return found ? 1 : 0;
     }
 
     // visit(PyObject *entry, PyObject *product) -> int (0 go on, 1 stop, -1 error).
