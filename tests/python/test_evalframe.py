@@ -438,12 +438,20 @@ def test_exit_with_the_backend_enabled_is_clean():
         import atexit
 
         def after_teardown():
-            # Registered before coextra: runs after its teardown, backend or not.
+            # Registered before coextra: runs after its teardown, by which time
+            # the backend was switched off.
             def late():
                 return 1
             late()
             s = coextra.stats()
             print("after-teardown", s["holders"], evalframe.is_enabled())
+            # Enabled again now, it still runs frames but never compiles or stores.
+            evalframe.reset_stats()
+            evalframe.enable(lambda code: (code, "too late"))
+            late()
+            e = evalframe.stats()
+            evalframe.disable()
+            print("late backend", e["frames"] > 0, e["compiles"], e["stored"], coextra.stats()["holders"])
 
         atexit.register(after_teardown)
         import coextra
@@ -460,7 +468,8 @@ def test_exit_with_the_backend_enabled_is_clean():
                           env=subprocess_env(), timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
-    assert proc.stdout.split("\n")[:2] == ["enabled True", "after-teardown 0 False"]
+    assert proc.stdout.split("\n")[:3] == ["enabled True", "after-teardown 0 False",
+                                            "late backend True 0 0 0"]
 
 
 # --- a real workload -----------------------------------------------------------
