@@ -22,3 +22,4 @@ bench: build
 
 clean:
 	rm -rf build python/coextra/*.so
+	rm -rf tests/python/_ext

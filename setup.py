@@ -13,6 +13,7 @@ from pathlib import Path
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
 
@@ -52,6 +53,18 @@ class CMakeBuild(build_ext):
         subprocess.check_call([cmake, "--build", str(build_dir), "--target", "_coextra", "-j", "2"])
 
 
+class BuildPyWithHeaders(build_py):
+    """Ships the C API headers (csrc/include/coextra) inside the package, as
+    coextra/include/coextra/, where coextra.get_include() finds them."""
+
+    def run(self) -> None:
+        super().run()
+        target = Path(self.build_lib) / "coextra" / "include" / "coextra"
+        target.mkdir(parents=True, exist_ok=True)
+        for header in sorted((ROOT / "csrc" / "include" / "coextra").glob("*.h*")):
+            self.copy_file(str(header), str(target / header.name))
+
+
 # On the free-threaded build there is nothing to compile: the package installs
 # and `import coextra` raises a clear ImportError (coextra/_support.py).
 free_threaded = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
@@ -61,6 +74,6 @@ setup(
     packages=["coextra"],
     package_data={"coextra": ["py.typed", "*.pyi"]},
     ext_modules=[] if free_threaded else [CMakeExtension("coextra._coextra")],
-    cmdclass={"build_ext": CMakeBuild},
+    cmdclass={"build_ext": CMakeBuild, "build_py": BuildPyWithHeaders},
     zip_safe=False,
 )

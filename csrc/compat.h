@@ -60,3 +60,59 @@ inline bool interpreter_finalizing() {
 }
 
 }  // namespace coextra::compat
+
+// --- frames
+// PEP 523 frame evaluation. The hook receives a PyFrameObject* on 3.10 and an
+// _PyInterpreterFrame* from 3.11 on; the eval-function getters and setters and
+// _PyEval_EvalFrameDefault keep their private names on every version. Only 3.11
+// needs an internal header: its frame struct has no accessor for the code.
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+#ifndef Py_BUILD_CORE
+#define Py_BUILD_CORE
+#define COEXTRA_UNDEF_BUILD_CORE
+#endif
+#include <internal/pycore_frame.h>
+#ifdef COEXTRA_UNDEF_BUILD_CORE
+#undef Py_BUILD_CORE
+#undef COEXTRA_UNDEF_BUILD_CORE
+#endif
+#elif PY_VERSION_HEX < 0x030B0000
+#include <frameobject.h>
+#endif
+
+namespace coextra::compat {
+
+#if PY_VERSION_HEX >= 0x030B0000
+using EvalFrame = struct _PyInterpreterFrame;
+#else
+using EvalFrame = PyFrameObject;
+#endif
+
+// PyObject *(*)(PyThreadState *, EvalFrame *, int throwflag)
+using EvalFrameFunction = _PyFrameEvalFunction;
+
+// The code object `frame` runs. Borrowed: the frame owns a reference for as
+// long as it exists, and the caller is evaluating it.
+inline PyObject *frame_code(EvalFrame *frame) {
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *code = PyUnstable_InterpreterFrame_GetCode(frame);  // a new reference
+    Py_DECREF(code);  // the frame keeps its own
+    return code;
+#else
+    return reinterpret_cast<PyObject *>(frame->f_code);  // 3.11: internal header; 3.10: frameobject.h
+#endif
+}
+
+// The evaluator installed for the current interpreter (never NULL: the default
+// evaluator when no PEP 523 user installed one).
+inline EvalFrameFunction get_eval_frame() {
+    return _PyInterpreterState_GetEvalFrameFunc(PyInterpreterState_Get());
+}
+
+inline void set_eval_frame(EvalFrameFunction function) {
+    _PyInterpreterState_SetEvalFrameFunc(PyInterpreterState_Get(), function);
+}
+
+inline EvalFrameFunction default_eval_frame() { return _PyEval_EvalFrameDefault; }
+
+}  // namespace coextra::compat

@@ -26,6 +26,9 @@ for venv in .venv/py3.*; do
     run "ctest (CPython $version)" ctest --test-dir "build/py$version" --output-on-failure
     run "pytest (CPython $version)" env PYTHONPATH="$PWD/python" COEXTRA_TEST_PACKAGING=1 \
         "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/python
+    # C API / evalframe: the benchmark as a smoke test (it asserts every frame is a hit).
+    run "bench_evalframe --quick (CPython $version)" env PYTHONPATH="$PWD/python" \
+        "$venv/bin/python" bench/bench_evalframe.py --quick
 done
 
 echo

@@ -14,6 +14,8 @@
 namespace py = pybind11;
 using namespace coextra;
 
+void bind_capi(py::module_ &m);  // capi_bindings.cpp: the C API capsule and evalframe
+
 namespace {
 
 PyObject *code_or_throw(py::handle obj) {
@@ -150,6 +152,7 @@ PYBIND11_MODULE(_coextra_pybind11, m) {
     m.def("stats", &stats,
           "stats() -> dict\n\nCounts: holders and entries attached now, attached_total and\n"
           "detached_total ever, holders_alive and entries_alive (including detached).");
+    bind_capi(m);
 }
 
 // coextra runs in the main interpreter only (registry.h). The check must come

@@ -19,6 +19,8 @@ from ._coextra import (  # noqa: E402  (the check above must run first)
     reset,
     stats,
 )
+from ._include import get_include  # noqa: E402
+from . import evalframe  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -31,4 +33,6 @@ __all__ = [
     "holders",
     "reset",
     "stats",
+    "get_include",
+    "evalframe",
 ]

@@ -1,0 +1,204 @@
+// capi.cpp -- the C API table: thin adapters from coextra.h's PyObject*
+// signatures to the core's Holder/Entry functions.
+#include "capi.h"
+
+#include "holder.h"
+#include "registry.h"
+
+namespace coextra {
+
+namespace {
+
+Holder *as_holder(PyObject *holder) { return reinterpret_cast<Holder *>(holder); }
+Entry *as_entry(PyObject *entry) { return reinterpret_cast<Entry *>(entry); }
+
+// The registry's co_extra index, copied when the capsule is made (after the
+// registry exists; CPython never changes or releases an index). The per-frame
+// functions read the slot with it directly instead of going through
+// registry_holder_of: one call less on the hottest path (see
+// bench/bench_evalframe.py). Same answer: a non-NULL slot always points to
+// an attached holder, because every detach, teardown included, clears it.
+Py_ssize_t extra_index = -1;
+
+Holder *read_slot(PyObject *code) {
+    void *value = nullptr;
+    if (extra_index < 0 || compat::code_get_extra(code, extra_index, &value) < 0) {
+        if (extra_index >= 0) {
+            PyErr_Clear();  // only fails for a non-code object
+        }
+        return nullptr;
+    }
+    return static_cast<Holder *>(value);
+}
+
+PyObject *api_holder_of(PyObject *code) { return reinterpret_cast<PyObject *>(read_slot(code)); }
+
+PyObject *api_ensure(PyObject *code) {
+    if (!PyCode_Check(code)) {
+        PyErr_Format(PyExc_TypeError, "coextra: ensure() needs a code object, not '%.200s'",
+                     Py_TYPE(code)->tp_name);
+        return nullptr;
+    }
+    return reinterpret_cast<PyObject *>(registry_ensure(code));
+}
+
+// Functions that can run Python code (an allocation's GC pass on 3.10/3.11, a
+// guard, a visit) hold their own reference to the holder meanwhile: callers
+// pass borrowed holders, and that code may detach the holder, dropping what
+// may be its only other reference.
+class KeepAlive {
+public:
+    explicit KeepAlive(PyObject *object) : object_(Py_NewRef(object)) {}
+    ~KeepAlive() { Py_DECREF(object_); }
+    KeepAlive(const KeepAlive &) = delete;
+    KeepAlive &operator=(const KeepAlive &) = delete;
+
+private:
+    PyObject *object_;
+};
+
+PyObject *api_add(PyObject *holder, PyObject *product, PyObject *guard) {
+    KeepAlive keep(holder);
+    return reinterpret_cast<PyObject *>(holder_add(as_holder(holder), product, guard));
+}
+
+PyObject *api_entry_product(PyObject *entry) { return as_entry(entry)->product; }
+
+PyObject *api_entry_guard(PyObject *entry) { return as_entry(entry)->guard; }
+
+// Adapts a native guard on products to the core's matcher on entries.
+struct NativeGuard {
+    coextra_guard match;
+    void *context;
+};
+
+int match_native_guard(Entry *entry, void *context) {
+    auto *guard = static_cast<NativeGuard *>(context);
+    if (entry->product == nullptr) {
+        return 0;  // cleared by the GC: the entry is garbage and answers nothing
+    }
+    return guard->match(entry->product, guard->context);
+}
+
+// No guard runs no Python code: the front entry is the answer, already at the
+// front. This is the path of a backend whose entries always apply.
+PyObject *api_front(PyObject *holder) {
+    Holder *h = as_holder(holder);
+    if (h->size == 0) {
+        return nullptr;
+    }
+    as_entry(h->items[0])->hits++;
+    return h->items[0];
+}
+
+int api_lookup(PyObject *holder, coextra_guard match, void *context, PyObject **found) {
+    if (match == nullptr) {
+        *found = Py_XNewRef(api_front(holder));
+        return *found != nullptr ? 1 : 0;
+    }
+    Holder *h = as_holder(holder);
+    KeepAlive keep(holder);
+    NativeGuard guard{match, context};
+    Entry *entry = nullptr;
+    int result = holder_lookup(h, match_native_guard, &guard, &entry);
+    *found = reinterpret_cast<PyObject *>(entry);
+    return result;
+}
+
+int api_find(PyObject *code, coextra_guard match, void *context, PyObject **found) {
+    Holder *h = read_slot(code);
+    if (h == nullptr) {
+        *found = nullptr;
+        return 0;
+    }
+    return api_lookup(reinterpret_cast<PyObject *>(h), match, context, found);
+}
+
+int api_for_each(PyObject *holder, coextra_visit visit, void *context) {
+    KeepAlive keep(holder);
+    // A snapshot with its own references: visit may add, remove or clear.
+    PyObject *entries = holder_entries(as_holder(holder));
+    if (entries == nullptr) {
+        return -1;
+    }
+    int result = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(entries) && result == 0; i++) {
+        PyObject *entry = PyList_GET_ITEM(entries, i);
+        PyObject *product = as_entry(entry)->product;
+        if (product != nullptr) {
+            result = visit(entry, product, context);
+        }
+    }
+    Py_DECREF(entries);
+    return result < 0 ? -1 : result;
+}
+
+Py_ssize_t api_size(PyObject *holder) { return as_holder(holder)->size; }
+
+int api_remove(PyObject *holder, PyObject *entry) {
+    return holder_remove(as_holder(holder), as_entry(entry));
+}
+
+void api_clear(PyObject *holder) { holder_clear(as_holder(holder)); }
+
+int api_detach(PyObject *holder) { return registry_detach(as_holder(holder)); }
+
+PyObject *api_holder_code(PyObject *holder) { return as_holder(holder)->code; }
+
+int api_closed() {
+    // registry_get() raises when the registry is gone; keep whatever exception
+    // the caller may have pending, since closed() promises not to touch it.
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    Registry *r = registry_get();
+    PyErr_Clear();
+    PyErr_Restore(type, value, traceback);
+    return (r == nullptr || r->closed) ? 1 : 0;  // destroyed: as closed as it gets
+}
+
+// Not const: extra_index is filled in by capi_table() once the registry exists.
+coextra_CAPI table = {
+    COEXTRA_CAPI_VERSION,
+    sizeof(coextra_CAPI),
+    -1,
+    api_holder_of,
+    api_ensure,
+    api_add,
+    api_entry_product,
+    api_entry_guard,
+    api_lookup,
+    api_front,
+    api_find,
+    api_for_each,
+    api_size,
+    api_remove,
+    api_clear,
+    api_detach,
+    api_holder_code,
+    api_closed,
+};
+
+}  // namespace
+
+const coextra_CAPI *capi_table() {
+    if (extra_index < 0) {
+        Registry *r = registry_get();
+        if (r == nullptr) {
+            PyErr_Clear();  // no registry yet: holder_of answers NULL until there is one
+        } else {
+            extra_index = r->extra_index;
+            table.extra_index = extra_index;
+        }
+    }
+    return &table;
+}
+
+PyObject *capi_capsule() {
+    if (registry_get() == nullptr) {
+        return nullptr;
+    }
+    capi_table();
+    return PyCapsule_New(&table, COEXTRA_CAPSULE_NAME, nullptr);
+}
+
+}  // namespace coextra

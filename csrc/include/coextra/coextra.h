@@ -1,0 +1,229 @@
+/* coextra.h -- the C API of coextra, for native frame-evaluation backends.
+ *
+ * Include this header (C or C++) and call coextra_import() once, typically in
+ * your module's init function. There is nothing to link: the functions come
+ * from the extension module coextra._coextra through the PyCapsule
+ * "coextra._coextra._C_API", the pattern of NumPy's and datetime's C APIs.
+ * The directory to add to your include path is coextra.get_include().
+ *
+ *     #include <coextra/coextra.h>
+ *
+ *     PyMODINIT_FUNC PyInit_mybackend(void) {
+ *         if (coextra_import() < 0) return NULL;
+ *         ...
+ *     }
+ *
+ *     PyObject *holder = COEXTRA_API->ensure(code);
+ *
+ * Objects. A holder is the cache of one code object: an ordered list of
+ * entries, most recently used first. An entry is one cached product (any
+ * object) with an optional Python guard. Both are Python objects
+ * (coextra.Holder, coextra.Entry), so they are passed as PyObject*. The
+ * functions below do not check their types: pass only holders and entries
+ * obtained from this API or from the coextra Python module.
+ *
+ * Lifetime. coextra's registry owns every attached holder; the code object's
+ * co_extra keeps only a non-owning pointer, so products that reference their
+ * own code object do not leak (see the README). A borrowed holder stays valid
+ * until it is detached: by detach() below, coextra.detach()/reset(), the code
+ * object being freed, the cycle collector, or interpreter exit. Any of these
+ * can happen whenever Python code runs (a guard, a __del__, a GC pass on
+ * 3.10/3.11 allocations), so take a reference (Py_INCREF) to a holder you
+ * keep across such calls of your own. The functions below that can run Python
+ * code keep the holder they are given alive for their own duration. A
+ * detached holder is still a valid container.
+ *
+ * Threads. Call every function with the GIL held (coextra supports the
+ * default, GIL build of CPython only) and from the main interpreter.
+ *
+ * Versioning. `version` is the ABI version: a change that is not an addition
+ * bumps it and coextra_import() then fails with ImportError. New functions are
+ * only ever appended; `table_size` says how large the struct a module exports is, so
+ * a module built with a newer header refuses an older coextra that lacks the
+ * functions it knows, and an older header keeps working with a newer coextra.
+ */
+#ifndef COEXTRA_COEXTRA_H
+#define COEXTRA_COEXTRA_H
+
+#ifndef PY_SSIZE_T_CLEAN
+#define PY_SSIZE_T_CLEAN
+#endif
+#include <Python.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define COEXTRA_CAPI_VERSION 1
+#define COEXTRA_CAPSULE_NAME "coextra._coextra._C_API"
+
+/* A native guard: decides whether a cached product applies.
+ * Returns 1 (match), 0 (no match) or -1 with an exception set. It may run
+ * Python code; it must not assume the holder is unchanged when it returns. */
+typedef int (*coextra_guard)(PyObject *product, void *context);
+
+/* Called for each entry by for_each: `entry` and `product` are borrowed for
+ * the duration of the call (the iteration holds a reference to every entry).
+ * Returns 0 to continue, 1 to stop, -1 with an exception set to abort. */
+typedef int (*coextra_visit)(PyObject *entry, PyObject *product, void *context);
+
+typedef struct coextra_CAPI {
+    /* COEXTRA_CAPI_VERSION of the module that made this table. */
+    unsigned int version;
+    /* sizeof(coextra_CAPI) in the module that made this table. */
+    size_t table_size;
+    /* The co_extra index where coextra keeps its (non-owning) holder pointers,
+     * for coextra_holder_of() below. Read-only. */
+    Py_ssize_t extra_index;
+
+    /* The holder attached to `code` (a code object), or NULL when there is
+     * none. Borrowed (the registry owns it; see Lifetime above). Never sets
+     * an exception. One co_extra read: cheap enough for every frame. */
+    PyObject *(*holder_of)(PyObject *code);
+
+    /* The holder of `code`, created and attached when missing. Borrowed.
+     * NULL with an exception set on failure: MemoryError, or RuntimeError
+     * once the interpreter is shutting down (see closed()). */
+    PyObject *(*ensure)(PyObject *code);
+
+    /* Adds an entry at the front of `holder` (evicting the least recently
+     * used one beyond the holder's max_entries). `product` is any object
+     * (a new reference is taken); `guard` is NULL, Py_None or a Python
+     * callable, stored for Python-level lookups (Holder.lookup) and readable
+     * with entry_guard(); native lookups do not call it.
+     * Returns a NEW reference to the entry, or NULL with an exception
+     * (TypeError when guard is not callable, MemoryError). */
+    PyObject *(*add)(PyObject *holder, PyObject *product, PyObject *guard);
+
+    /* The product of `entry`. Borrowed: valid while you hold the entry or it
+     * stays in its holder. Never NULL for an entry that is not garbage. */
+    PyObject *(*entry_product)(PyObject *entry);
+
+    /* The Python guard of `entry`, or NULL when it has none. Borrowed, as
+     * entry_product. */
+    PyObject *(*entry_guard)(PyObject *entry);
+
+    /* Finds the first entry, most recently used first, whose product `match`
+     * accepts; match == NULL accepts the first entry. The hit moves to the
+     * front and its hit count grows by one.
+     * Returns 1 with a NEW reference to the entry in *found, 0 (and *found
+     * NULL) when nothing matches, -1 with an exception when match failed (the
+     * holder is then unchanged). */
+    int (*lookup)(PyObject *holder, coextra_guard match, void *context, PyObject **found);
+
+    /* The front (most recently used) entry of `holder`, counting a hit on it,
+     * or NULL when the holder is empty. BORROWED and no Python code runs: the
+     * cheapest "is there a product" check for a frame evaluator whose entries
+     * always apply. The entry stays valid until Python code runs (Py_INCREF it
+     * to keep it longer). Never sets an exception. */
+    PyObject *(*front)(PyObject *holder);
+
+    /* holder_of(code) then lookup(): the per-frame query in one call.
+     * Returns as lookup(); 0 when `code` has no holder. */
+    int (*find)(PyObject *code, coextra_guard match, void *context, PyObject **found);
+
+    /* Calls visit for each entry, most recently used first, over a snapshot
+     * (visit may change the holder). Returns 0 when every entry was visited,
+     * 1 when visit stopped early, -1 with an exception when visit failed or
+     * memory ran out. */
+    int (*for_each)(PyObject *holder, coextra_visit visit, void *context);
+
+    /* How many entries `holder` has. Never fails. */
+    Py_ssize_t (*size)(PyObject *holder);
+
+    /* Removes `entry` from `holder`: 1 when it was there, 0 when it was not.
+     * Never sets an exception (dropping the entry may run a __del__, whose
+     * errors are reported as unraisable, as for any decref). */
+    int (*remove)(PyObject *holder, PyObject *entry);
+
+    /* Removes every entry of `holder`. Never fails. */
+    void (*clear)(PyObject *holder);
+
+    /* Detaches `holder` from its code object (the registry drops its
+     * reference: a borrowed holder may be freed by this call). Returns 1 when
+     * it was attached, 0 when it already was detached. Never fails. */
+    int (*detach)(PyObject *holder);
+
+    /* The code object `holder` is attached to, or NULL once detached.
+     * Borrowed: valid while the holder stays attached. Never fails. */
+    PyObject *(*holder_code)(PyObject *holder);
+
+    /* 1 once interpreter teardown has started (ensure() then refuses new
+     * holders: a backend should stop compiling), else 0. Never fails. */
+    int (*closed)(void);
+} coextra_CAPI;
+
+/* The table, set by coextra_import(). By default one per translation unit
+ * (static): call coextra_import() in every file that uses COEXTRA_API. To
+ * share one table instead, define COEXTRA_API_EXTERN before including this
+ * header everywhere and define `const coextra_CAPI *coextra_api = NULL;` in
+ * exactly one file. */
+#ifdef COEXTRA_API_EXTERN
+extern const coextra_CAPI *coextra_api;
+#else
+static const coextra_CAPI *coextra_api = NULL;
+#endif
+
+#define COEXTRA_API coextra_api
+
+/* Imports coextra._coextra and fetches its C API. Returns 0 on success, or -1
+ * with ImportError set when the module or the capsule is missing, or when
+ * the module's C API version does not match this header. */
+static inline int coextra_import(void) {
+    const coextra_CAPI *api = (const coextra_CAPI *)PyCapsule_Import(COEXTRA_CAPSULE_NAME, 0);
+    if (api == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_ImportError)) {
+            /* PyCapsule_Import raises AttributeError for a missing capsule. */
+            PyObject *type, *value, *traceback;
+            PyErr_Fetch(&type, &value, &traceback);
+            PyErr_Format(PyExc_ImportError, "coextra: the C API capsule %s is missing (%S)",
+                         COEXTRA_CAPSULE_NAME, value ? value : Py_None);
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(traceback);
+        }
+        return -1;
+    }
+    if (api->version != COEXTRA_CAPI_VERSION) {
+        PyErr_Format(PyExc_ImportError,
+                     "coextra: C API version %u was built, but this extension needs version %u; "
+                     "rebuild it against coextra.get_include()",
+                     api->version, (unsigned int)COEXTRA_CAPI_VERSION);
+        return -1;
+    }
+    if (api->table_size < sizeof(coextra_CAPI)) {
+        PyErr_Format(PyExc_ImportError,
+                     "coextra: the installed coextra is older than the header this extension was "
+                     "built with (C API table of %zu bytes, %zu needed); upgrade coextra",
+                     api->table_size, sizeof(coextra_CAPI));
+        return -1;
+    }
+    coextra_api = api;
+    return 0;
+}
+
+/* holder_of(code) inlined into the caller: one co_extra read, no call into
+ * coextra, for the hottest paths (a frame evaluator's per-frame check). Same
+ * contract as coextra_api->holder_of (borrowed or NULL, never an exception),
+ * and the same answer: coextra clears the slot whenever it detaches a holder,
+ * so a non-NULL slot always holds an attached holder. `code` must be a code
+ * object. (CPython renamed the accessor in 3.12; this header must stand alone.) */
+static inline PyObject *coextra_holder_of(PyObject *code) {
+    void *holder = NULL;
+#if PY_VERSION_HEX >= 0x030C0000
+    if (PyUnstable_Code_GetExtra(code, coextra_api->extra_index, &holder) < 0) {
+#else
+    if (_PyCode_GetExtra(code, coextra_api->extra_index, &holder) < 0) {
+#endif
+        PyErr_Clear();
+        return NULL;
+    }
+    return (PyObject *)holder;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* COEXTRA_COEXTRA_H */

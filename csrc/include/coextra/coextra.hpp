@@ -1,0 +1,133 @@
+// coextra.hpp -- header-only C++ wrapper over coextra's C API (coextra.h).
+//
+// RAII references and lambdas for guards and visits; no pybind11, no C++
+// exceptions: every fallible call reports failure the CPython way (an empty
+// result or -1, with a Python exception set). Call coextra_import() first.
+//
+//     coextra::Holder h = coextra::Holder::ensure(code);
+//     if (!h) return nullptr;                       // exception set
+//     coextra::Ref entry = h.add(product);
+//     coextra::Ref hit;
+//     int found = h.lookup([&](PyObject *p) { return p == wanted ? 1 : 0; }, hit);
+#ifndef COEXTRA_COEXTRA_HPP
+#define COEXTRA_COEXTRA_HPP
+
+#include "coextra.h"
+
+#include <type_traits>
+#include <utility>
+
+namespace coextra {
+
+// An owned (strong) reference, released on destruction. Empty means NULL.
+class Ref {
+public:
+    Ref() = default;
+    static Ref steal(PyObject *object) { return Ref(object); }
+    static Ref borrow(PyObject *object) {
+        Py_XINCREF(object);
+        return Ref(object);
+    }
+    Ref(const Ref &other) : object_(other.object_) { Py_XINCREF(object_); }
+    Ref(Ref &&other) noexcept : object_(std::exchange(other.object_, nullptr)) {}
+    Ref &operator=(Ref other) noexcept {
+        std::swap(object_, other.object_);
+        return *this;
+    }
+    ~Ref() { Py_XDECREF(object_); }
+
+    PyObject *get() const { return object_; }
+    explicit operator bool() const { return object_ != nullptr; }
+    // Gives the reference to the caller.
+    PyObject *release() { return std::exchange(object_, nullptr); }
+
+private:
+    explicit Ref(PyObject *object) : object_(object) {}
+    PyObject *object_ = nullptr;
+};
+
+// An entry: its product and Python guard are borrowed from the entry, which
+// this object keeps alive.
+class Entry {
+public:
+    Entry() = default;
+    explicit Entry(Ref entry) : entry_(std::move(entry)) {}
+    explicit operator bool() const { return static_cast<bool>(entry_); }
+    PyObject *get() const { return entry_.get(); }
+    PyObject *product() const { return COEXTRA_API->entry_product(entry_.get()); }
+    PyObject *guard() const { return COEXTRA_API->entry_guard(entry_.get()); }
+
+private:
+    Ref entry_;
+};
+
+// A holder with a strong reference of its own, so it stays a valid object
+// even if it is detached while this wrapper exists (it then works as a plain
+// container, as every detached holder does).
+class Holder {
+public:
+    Holder() = default;
+
+    // The holder of `code`, or an empty Holder (no exception) when none.
+    static Holder of(PyObject *code) { return Holder(Ref::borrow(COEXTRA_API->holder_of(code))); }
+
+    // The holder of `code`, created when missing; empty with an exception set
+    // on failure.
+    static Holder ensure(PyObject *code) { return Holder(Ref::borrow(COEXTRA_API->ensure(code))); }
+
+    explicit operator bool() const { return static_cast<bool>(holder_); }
+    PyObject *get() const { return holder_.get(); }
+
+    // The new entry; empty with an exception set on failure.
+    Entry add(PyObject *product, PyObject *guard = nullptr) const {
+        return Entry(Ref::steal(COEXTRA_API->add(holder_.get(), product, guard)));
+    }
+
+    // match(PyObject *product) -> int (1 match, 0 no, -1 error with exception).
+    // Returns as coextra_CAPI::lookup; the hit is stored in `found`.
+    template <class Match>
+    int lookup(Match &&match, Entry &found) const {
+        PyObject *entry = nullptr;
+        int result = COEXTRA_API->lookup(holder_.get(), &call_match<Match>, &match, &entry);
+        found = Entry(Ref::steal(entry));
+        return result;
+    }
+
+    // The front entry (its hit counted), held by `found`: 1, or 0 when empty.
+    int front(Entry &found) const {
+        found = Entry(Ref::borrow(COEXTRA_API->front(holder_.get())));
+        return found ? 1 : 0;
+    }
+
+    // visit(PyObject *entry, PyObject *product) -> int (0 go on, 1 stop, -1 error).
+    // Returns as coextra_CAPI::for_each.
+    template <class Visit>
+    int for_each(Visit &&visit) const {
+        return COEXTRA_API->for_each(holder_.get(), &call_visit<Visit>, &visit);
+    }
+
+    Py_ssize_t size() const { return COEXTRA_API->size(holder_.get()); }
+    bool remove(const Entry &entry) const { return COEXTRA_API->remove(holder_.get(), entry.get()) == 1; }
+    void clear() const { COEXTRA_API->clear(holder_.get()); }
+    bool detach() const { return COEXTRA_API->detach(holder_.get()) == 1; }
+    // The code object, borrowed while attached; NULL once detached.
+    PyObject *code() const { return COEXTRA_API->holder_code(holder_.get()); }
+
+private:
+    explicit Holder(Ref holder) : holder_(std::move(holder)) {}
+
+    template <class Match>
+    static int call_match(PyObject *product, void *context) {
+        return (*static_cast<std::remove_reference_t<Match> *>(context))(product);
+    }
+    template <class Visit>
+    static int call_visit(PyObject *entry, PyObject *product, void *context) {
+        return (*static_cast<std::remove_reference_t<Visit> *>(context))(entry, product);
+    }
+
+    Ref holder_;
+};
+
+}  // namespace coextra
+
+#endif  // COEXTRA_COEXTRA_HPP

@@ -1,0 +1,23 @@
+"""The C API test extensions (tests/capi_ext), built by CMake from the public
+header alone into tests/python/_ext, one file per CPython ABI."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+EXT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_ext")
+
+
+def load(name: str):
+    """Import _capi_example or _capi_bench; a missing build is an error, not a skip."""
+    if EXT_DIR not in sys.path:
+        sys.path.insert(0, EXT_DIR)
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        raise ImportError(
+            f"{name} is not built for this interpreter: build with CMake first "
+            f"(make build, or cmake --build build/py{sys.version_info[0]}.{sys.version_info[1]})"
+        ) from exc

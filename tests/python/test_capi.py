@@ -1,0 +1,132 @@
+"""coextra's C API as a third-party extension uses it: _capi_example is built
+from coextra/coextra.h alone (tests/capi_ext/example_backend.c) and reaches
+coextra through the capsule coextra._coextra._C_API."""
+
+from __future__ import annotations
+
+import gc
+import os
+import subprocess
+import sys
+import weakref
+
+import pytest
+
+import coextra
+from capi_ext import load
+from conftest import REPO, make_function
+
+example = load("_capi_example")
+
+
+def test_the_capsule_is_exported_under_its_documented_name():
+    capsule = coextra._coextra._C_API
+    assert type(capsule).__name__ == "PyCapsule"
+    assert 'capsule object "coextra._coextra._C_API"' in repr(capsule)
+
+
+def test_cached_values_are_found_again_by_a_native_guard():
+    f = make_function()
+    assert example.recall(f, "int") is None
+    example.remember(f, "int", "int-version")
+    example.remember(f, "str", "str-version")
+    assert example.recall(f, "int") == "int-version"
+    assert example.recall(f, "float") is None
+    assert example.recall(f.__code__, "str") == "str-version"  # a code object works too
+
+
+def test_the_c_api_and_the_python_api_see_the_same_holder():
+    f = make_function()
+    example.remember(f, "k", "v")
+    h = coextra.holder(f)
+    assert h is not None and len(h) == example.size(f) == 1
+    assert h.entries[0].product == ("k", "v")
+    coextra.attach(f, "from python")
+    assert example.size(f) == 2
+    assert example.keys(f) == ["k"]  # the example skips products that are not its pairs
+
+
+def test_a_native_hit_moves_to_the_front_and_counts():
+    f = make_function()
+    for key in ("a", "b", "c"):
+        example.remember(f, key, key.upper())
+    assert example.keys(f) == ["c", "b", "a"]
+    assert example.recall(f, "a") == "A"
+    assert example.keys(f) == ["a", "c", "b"]
+    assert coextra.holder(f).entries[0].hits == 1
+
+
+class Unequal:
+    def __eq__(self, other):
+        raise ArithmeticError("no comparing")
+
+    __hash__ = object.__hash__
+
+
+def test_an_exception_in_a_native_guard_propagates_and_changes_nothing():
+    f = make_function()
+    example.remember(f, "a", 1)
+    example.remember(f, "b", 2)
+    with pytest.raises(ArithmeticError, match="no comparing"):
+        example.recall(f, Unequal())
+    assert example.keys(f) == ["b", "a"]
+    assert [e.hits for e in coextra.holder(f)] == [0, 0]
+
+
+def test_forget_clear_and_detach():
+    f = make_function()
+    example.remember(f, "a", 1)
+    example.remember(f, "b", 2)
+    assert example.forget(f, "a") is True
+    assert example.forget(f, "a") is False
+    assert example.keys(f) == ["b"]
+    example.clear(f)
+    assert example.size(f) == 0 and coextra.holder(f) is not None
+    assert example.detach(f) is True
+    assert coextra.holder(f) is None
+    assert example.detach(f) is False
+    assert example.forget(f, "b") is False
+
+
+def test_a_value_referencing_its_own_code_is_freed_once_detached():
+    f = make_function()
+    code_alive = weakref.ref(f.__code__)
+    example.remember(f, "self", (f, f.__code__))  # the cycle coextra exists for
+    del f
+    gc.collect()
+    assert code_alive() is not None, "attached: the registry keeps the value, hence the code"
+    assert coextra.reset() == 1
+    gc.collect()
+    assert code_alive() is None
+
+
+def test_coextra_import_can_be_called_again():
+    assert example.import_again() is None
+
+
+def test_get_include_points_at_the_public_headers():
+    include = coextra.get_include()
+    assert os.path.isfile(os.path.join(include, "coextra", "coextra.h"))
+    assert os.path.isfile(os.path.join(include, "coextra", "coextra.hpp"))
+
+
+def test_the_built_package_ships_the_headers_where_get_include_finds_them(tmp_path):
+    # The step pip runs for the pure-Python part of the package (setup.py's
+    # BuildPyWithHeaders); the extension build is not needed for this check.
+    subprocess.run(
+        [sys.executable, "setup.py", "-q", "build_py", "--build-lib", str(tmp_path)],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    )
+    package = tmp_path / "coextra"
+    assert (package / "include" / "coextra" / "coextra.h").is_file()
+    assert (package / "include" / "coextra" / "coextra.hpp").is_file()
+    found = subprocess.run(
+        [sys.executable, "-c",
+         "import importlib.util, sys; "
+         f"spec = importlib.util.spec_from_file_location('inc', {str(package / '_include.py')!r}); "
+         "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); print(m.get_include())"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()
+    assert found == str(package / "include")
