@@ -75,11 +75,14 @@ PyMethodDef raw_functions[] = {
 };
 
 py::object attach(py::handle obj, py::handle product, py::handle guard) {
-    Holder *h = registry_ensure(code_or_throw(obj));
-    if (h == nullptr) {
+    Holder *borrowed = registry_ensure(code_or_throw(obj));
+    if (borrowed == nullptr) {
         throw py::error_already_set();
     }
-    Entry *entry = holder_add(h, product.ptr(), guard.ptr());
+    // Our own reference: allocating the entry may run a GC pass (3.10/3.11)
+    // whose callbacks detach this holder, dropping the registry's reference.
+    auto holder = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject *>(borrowed));
+    Entry *entry = holder_add(borrowed, product.ptr(), guard.ptr());
     if (entry == nullptr) {
         throw py::error_already_set();
     }

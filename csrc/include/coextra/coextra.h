@@ -171,6 +171,14 @@ static const coextra_CAPI *coextra_api = NULL;
  * with ImportError set when the module or the capsule is missing, or when
  * the module's C API version does not match this header. */
 static inline int coextra_import(void) {
+    /* co_extra indices are per interpreter and coextra's registry lives in the
+     * main one: refuse here, so coextra_holder_of() never reads another
+     * interpreter's slot. */
+    if (PyInterpreterState_Get() != PyInterpreterState_Main()) {
+        PyErr_SetString(PyExc_ImportError,
+                        "coextra: the C API is available in the main interpreter only");
+        return -1;
+    }
     const coextra_CAPI *api = (const coextra_CAPI *)PyCapsule_Import(COEXTRA_CAPSULE_NAME, 0);
     if (api == NULL) {
         if (!PyErr_ExceptionMatches(PyExc_ImportError)) {
