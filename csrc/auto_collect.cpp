@@ -20,7 +20,10 @@ FullPassMarks last_full;
 
 bool full_pass_due(const Registry *r) {
     uint64_t attached_since = r->attached_total - last_full.attached_total;
-    return attached_since > 0 && attached_since >= last_full.holders / 4;
+    // Relative to the smaller of then and now: once holders were detached in
+    // bulk (reset, teardown of a subsystem) the survivors are cheap to re-check.
+    size_t base = last_full.holders < r->holders.size() ? last_full.holders : r->holders.size();
+    return attached_since > 0 && attached_since >= base / 4;
 }
 
 long generation_of(PyObject *info) {

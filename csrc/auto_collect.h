@@ -7,10 +7,12 @@
 //     seed plus kYoungBaseNodes): caches that die young are dropped at the
 //     rhythm of the GC itself, and the cost follows the attachment rate, not
 //     the number of live holders;
-//   - generation 2: a full pass when at least a quarter of the holders alive
-//     after the last full pass have been attached since (CPython's own rule for
-//     its oldest generation), otherwise a young pass. Holders that die old are
-//     so found after a bounded amount of attachment.
+//   - generation 2: a full pass when holders numbering at least a quarter of
+//     those attached after the last full pass (or of those attached now, if
+//     fewer) have been attached since -- CPython's own rule for its oldest
+//     generation -- otherwise a young pass. Holders that die old are so found
+//     after a bounded amount of attachment, and a program with many live
+//     holders and few new ones does not pay for re-checking them.
 // Never during interpreter teardown (registry closed or finalizing), never
 // nested inside a running pass.
 #pragma once
