@@ -4,16 +4,21 @@
 #include "collector.h"
 #include "registry.h"
 
+#include <chrono>
 #include <cstdint>
 
 namespace coextra {
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 // Bookkeeping for the generation-2 rule, updated after every automatic full pass.
 struct FullPassMarks {
     uint64_t attached_total = 0;  // registry->attached_total after it
     size_t holders = 0;           // holders attached after it
+    Clock::time_point ended{};    // when it ended
+    double seconds = 0.0;         // how long it took
 };
 
 FullPassMarks last_full;
@@ -23,7 +28,17 @@ bool full_pass_due(const Registry *r) {
     // Relative to the smaller of then and now: once holders were detached in
     // bulk (reset, teardown of a subsystem) the survivors are cheap to re-check.
     size_t base = last_full.holders < r->holders.size() ? last_full.holders : r->holders.size();
-    return attached_since > 0 && attached_since >= base / 4;
+    if (attached_since == 0 || attached_since < base / 4) {
+        return false;
+    }
+    // Paced: full passes take at most about 1/kFullPassPause of the time. The
+    // next one costs about the last one scaled by the number of holders.
+    double predicted = last_full.seconds;
+    if (last_full.holders > 0 && r->holders.size() > last_full.holders) {
+        predicted *= static_cast<double>(r->holders.size()) / static_cast<double>(last_full.holders);
+    }
+    std::chrono::duration<double> since = Clock::now() - last_full.ended;
+    return since.count() >= kFullPassPause * predicted;
 }
 
 long generation_of(PyObject *info) {
@@ -63,6 +78,9 @@ PyObject *on_gc(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
             last_full.attached_total = now->attached_total;
             last_full.holders = now->holders.size();
         }
+        PyErr_Clear();
+        last_full.ended = Clock::now();
+        last_full.seconds = collector_stats().last_seconds;
     } else {
         Py_ssize_t young = collector_young_count();
         if (young > 0) {

@@ -10,9 +10,11 @@
 //   - generation 2: a full pass when holders numbering at least a quarter of
 //     those attached after the last full pass (or of those attached now, if
 //     fewer) have been attached since -- CPython's own rule for its oldest
-//     generation -- otherwise a young pass. Holders that die old are so found
-//     after a bounded amount of attachment, and a program with many live
-//     holders and few new ones does not pay for re-checking them.
+//     generation -- and at least kFullPassPause times the last full pass's
+//     duration has gone by since it ended (full passes so take at most about
+//     3% of the time), otherwise a young pass. Holders that die old are so
+//     found after a bounded amount of attachment and time, and a program with
+//     many live holders does not pay for re-checking them all the time.
 // Never during interpreter teardown (registry closed or finalizing), never
 // nested inside a running pass.
 #pragma once
@@ -23,6 +25,7 @@ namespace coextra {
 
 constexpr Py_ssize_t kYoungNodesPerHolder = 64;
 constexpr Py_ssize_t kYoungBaseNodes = 4096;
+constexpr double kFullPassPause = 32.0;
 
 // Adds (enabled) or removes (disabled) coextra's callback in gc.callbacks.
 // 0, or -1 with an exception.

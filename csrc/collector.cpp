@@ -5,7 +5,10 @@
 #include "holder.h"
 #include "registry.h"
 
+#include <algorithm>
 #include <chrono>
+#include <new>
+#include <vector>
 
 namespace coextra {
 
@@ -14,14 +17,14 @@ namespace {
 struct CollectorState {
     bool running = false;
     Py_ssize_t budget = kDefaultBudget;
-    // registry->holders.size() when the previous pass ended. Holders are
-    // appended at the back, so [young_mark, size) are the holders attached
-    // since then -- approximately: a detach moves the last holder into the
-    // freed slot, so a young holder can move below the mark (it then waits for
-    // a full pass), and an old one can sit above it after the vector shrank
+    // registry->attached_total when the previous pass ended. Holders are
+    // appended at the back, so the holders attached since then are about the
+    // last (attached_total - attached_mark) of the vector -- about: a detach
+    // moves the last holder into the freed slot, so a young holder can move
+    // out of that tail (it then waits for a full pass) and an old one into it
     // (it is explored once more). Both only change the cost, never soundness:
     // any set of seeds gives a sound answer.
-    size_t young_mark = 0;
+    uint64_t attached_mark = 0;
     CollectorStats stats;
 };
 
@@ -34,16 +37,96 @@ struct CodeWithHolder {
 };
 
 struct Pass {
-    explicit Pass(size_t limit) : graph(limit) {}
-    HeapGraph graph;
+    HeapGraph graph{0};
     PodArray<CodeWithHolder> cached_codes;
+    // Objects with a single reference, waiting to be explored as part of the
+    // node being expanded (see count_edge).
+    PodArray<PyObject *> merge_stack;
+
+    void reset(size_t limit) {
+        graph.reset(limit);
+        cached_codes.clear();
+        merge_stack.clear();
+    }
 };
 
+// The memory of the previous pass, reused (only one pass runs at a time).
+// After a full pass that needed less than an eighth of it, it is given back,
+// so a program whose caches shrank does not keep the largest graph forever.
+Pass retained;
+constexpr size_t kRetainedSlack = 8;
+
+// The __dict__ of every module in sys.modules, sorted by address: a pass never
+// expands them (a module's globals are live while it is imported, and large).
+// Rebuilt before every full pass and whenever sys.modules changed size, never
+// during an analysis. A stale entry is harmless: a dict wrongly taken for a
+// module's is only treated as live, and a missed one is only explored.
+struct ModuleDicts {
+    std::vector<PyObject *> sorted;  // borrowed; compared by address only, never dereferenced
+    Py_ssize_t modules_seen = -1;    // len(sys.modules) when built
+
+    bool contains(PyObject *dict) const {
+        return std::binary_search(sorted.begin(), sorted.end(), dict);
+    }
+
+    // false when out of memory (nothing is then pruned: still sound).
+    bool refresh(bool force) {
+        PyObject *modules = PyImport_GetModuleDict();  // borrowed, owned by the interpreter
+        if (modules == nullptr || !PyDict_Check(modules)) {
+            sorted.clear();
+            return true;
+        }
+        if (!force && PyDict_GET_SIZE(modules) == modules_seen) {
+            return true;
+        }
+        sorted.clear();
+        modules_seen = -1;
+        try {
+            Py_ssize_t pos = 0;
+            PyObject *key, *module;
+            while (PyDict_Next(modules, &pos, &key, &module)) {
+                if (PyModule_Check(module)) {
+                    sorted.push_back(PyModule_GetDict(module));  // borrowed, never NULL
+                }
+            }
+            std::sort(sorted.begin(), sorted.end());
+        } catch (const std::bad_alloc &) {
+            sorted.clear();
+            return false;
+        }
+        modules_seen = PyDict_GET_SIZE(modules);
+        return true;
+    }
+};
+
+ModuleDicts module_dicts;
+
 // Counts one reference from the node being expanded to `child`.
+//
+// A child whose reference count is 1 has no referrer but the one visiting it:
+// it is live exactly when that node is, so it needs no node of its own. It is
+// explored as part of the node (its references become the node's edges),
+// which spares the index lookups that dominate a pass: entries, most products
+// and their private lists, tuples and dicts are such objects. Code objects are
+// always nodes (they are what a pass decides about).
 int count_edge(PyObject *child, void *arg) {
-    HeapGraph &g = *static_cast<HeapGraph *>(arg);
+    Pass &pass = *static_cast<Pass *>(arg);
+    HeapGraph &g = pass.graph;
     if (child == nullptr || !is_node_candidate(child)) {
         return 0;
+    }
+    if (Py_REFCNT(child) == 1 && !PyCode_Check(child)) {
+        if (!g.charge_merged()) {
+            return 0;  // past the budget: unexplored, so what it references is live
+        }
+        if (!pass.merge_stack.push(child)) {
+            g.out_of_memory = true;
+            return -1;
+        }
+        return 0;
+    }
+    if (PyDict_CheckExact(child) && module_dicts.contains(child)) {
+        return 0;  // a module's globals: live, never a node
     }
     bool added = false;
     uint32_t node = g.intern(child, &added);
@@ -51,9 +134,6 @@ int count_edge(PyObject *child, void *arg) {
         return g.out_of_memory ? -1 : 0;  // past the budget: not a node, so live
     }
     GraphNode &n = g.nodes[node];
-    if (n.flags & NODE_PRUNED) {
-        return 0;  // live anyway; no need to remember the edge
-    }
     n.unexplained--;
     if (!g.edges.push(node)) {
         g.out_of_memory = true;
@@ -62,42 +142,16 @@ int count_edge(PyObject *child, void *arg) {
     return 0;
 }
 
-// The __dict__ of every module in sys.modules becomes a pruned node before the
-// analysis starts, so looking one up later is one index probe. Reads only.
-bool prune_module_dicts(HeapGraph &g) {
-    PyObject *modules = PyImport_GetModuleDict();  // borrowed, owned by the interpreter
-    if (modules == nullptr || !PyDict_Check(modules)) {
-        return true;
-    }
-    Py_ssize_t pos = 0;
-    PyObject *key, *module;
-    while (PyDict_Next(modules, &pos, &key, &module)) {
-        if (!PyModule_Check(module)) {
-            continue;
-        }
-        PyObject *dict = PyModule_GetDict(module);  // borrowed, never NULL for a module
-        bool added = false;
-        uint32_t node = g.intern(dict, &added);
-        if (node == HeapGraph::kNone) {
-            return !g.out_of_memory;
-        }
-        g.nodes[node].flags |= NODE_PRUNED | NODE_LIVE;
-    }
-    // Pruned dicts do not count against the budget.
-    g.raise_limit(g.nodes.size());
-    return true;
-}
-
 // Explores breadth first from the nodes already in the graph.
 bool explore(Pass &pass) {
     HeapGraph &g = pass.graph;
     for (size_t i = 0; i < g.nodes.size(); i++) {
         g.nodes[i].edge_begin = static_cast<uint32_t>(g.edges.size());
-        if (g.nodes[i].flags & NODE_PRUNED) {
-            continue;
-        }
         PyObject *op = g.nodes[i].op;
-        Holder *h = visit_referents(op, count_edge, &g);
+        Holder *h = visit_referents(op, count_edge, &pass);
+        while (!pass.merge_stack.empty() && !g.out_of_memory) {
+            visit_referents(pass.merge_stack.pop(), count_edge, &pass);
+        }
         if (g.out_of_memory) {
             return false;
         }
@@ -185,8 +239,13 @@ Py_ssize_t run_pass(size_t first, size_t node_budget, bool automatic) {
     auto started = std::chrono::steady_clock::now();
     state.running = true;
 
-    Pass pass(node_budget);
-    bool ok = prune_module_dicts(pass.graph);
+    Pass &pass = retained;
+    pass.reset(node_budget);
+    // About three nodes per seed holder (code, function, shared product).
+    size_t seeds = r->holders.size() - (first < r->holders.size() ? first : r->holders.size());
+    size_t expected = 3 * seeds;
+    module_dicts.refresh(/*force=*/first == 0);
+    bool ok = pass.graph.expect(expected < node_budget ? expected : node_budget);
     // Analysis: from here to detach_garbage nothing runs Python code, nothing
     // allocates a Python object, and no reference count changes.
     for (size_t i = first; ok && i < r->holders.size(); i++) {
@@ -218,14 +277,22 @@ Py_ssize_t run_pass(size_t first, size_t node_budget, bool automatic) {
     if (detached > 0) {
         state.stats.detached_by_collector += static_cast<uint64_t>(detached);
     }
-    state.stats.last_nodes = pass.graph.nodes.size();
+    state.stats.last_nodes = pass.graph.explored();
+    if (first == 0 && pass.graph.explored() * sizeof(GraphNode) * kRetainedSlack <
+                          pass.graph.memory_bytes()) {
+        pass.graph.release_memory();
+    }
     std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - started;
     state.stats.last_seconds = elapsed.count();
+    if (automatic) {
+        state.stats.auto_seconds += elapsed.count();
+        state.stats.auto_full_collections += first == 0;
+    }
     Registry *still = registry_get();
     if (still == nullptr) {
         PyErr_Clear();  // torn down by code run while detaching: nothing to remember
     } else {
-        state.young_mark = still->holders.size();
+        state.attached_mark = still->attached_total;
     }
     state.running = false;
     return detached;
@@ -249,8 +316,9 @@ Py_ssize_t collector_young_count() {
         PyErr_Clear();
         return 0;
     }
+    uint64_t attached_since = r->attached_total - state.attached_mark;
     size_t size = r->holders.size();
-    return static_cast<Py_ssize_t>(size - (state.young_mark < size ? state.young_mark : size));
+    return static_cast<Py_ssize_t>(attached_since < size ? attached_since : size);
 }
 
 Py_ssize_t collector_collect_young(Py_ssize_t node_budget) {
@@ -258,8 +326,7 @@ Py_ssize_t collector_collect_young(Py_ssize_t node_budget) {
     if (r == nullptr) {
         return -1;
     }
-    size_t size = r->holders.size();
-    size_t first = state.young_mark < size ? state.young_mark : size;
+    size_t first = r->holders.size() - static_cast<size_t>(collector_young_count());
     Py_ssize_t budget = node_budget < state.budget ? node_budget : state.budget;
     return run_pass(first, static_cast<size_t>(budget < 1 ? 1 : budget), /*automatic=*/true);
 }

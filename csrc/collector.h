@@ -25,8 +25,11 @@ struct CollectorStats {
     uint64_t auto_collections = 0;       // of which started from gc.callbacks
     uint64_t detached_by_collector = 0;  // holders detached, cumulative
     uint64_t budget_exhausted = 0;       // passes that stopped adding nodes at the budget
-    uint64_t last_nodes = 0;             // nodes the last pass explored
+    uint64_t last_nodes = 0;             // objects the last pass explored (nodes and
+                                         // single-reference objects merged into them)
     double last_seconds = 0.0;           // duration of the last pass (analysis and detach)
+    double auto_seconds = 0.0;           // time spent in automatic passes, cumulative
+    uint64_t auto_full_collections = 0;  // automatic passes over every holder
 };
 
 const CollectorStats &collector_stats();

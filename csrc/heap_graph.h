@@ -72,6 +72,14 @@ public:
         std::swap(capacity_, other.capacity_);
     }
     T pop() { return data_[--size_]; }
+    void clear() { size_ = 0; }
+    // Gives the memory back (clear() keeps it for the next pass).
+    void release() {
+        std::free(data_);
+        data_ = nullptr;
+        size_ = capacity_ = 0;
+    }
+    size_t capacity_bytes() const { return capacity_ * sizeof(T); }
     T &operator[](size_t i) { return data_[i]; }
     const T &operator[](size_t i) const { return data_[i]; }
     size_t size() const { return size_; }
@@ -86,7 +94,6 @@ private:
 enum NodeFlags : uint32_t {
     NODE_EXPANDED = 1,  // its references were visited and counted
     NODE_LIVE = 2,      // reachable from a root
-    NODE_PRUNED = 4,    // never expanded: live by definition (a module's __dict__)
 };
 
 struct GraphNode {
@@ -106,12 +113,61 @@ public:
     // At most `limit` nodes; adding beyond it sets budget_exhausted.
     explicit HeapGraph(size_t limit) : limit_(limit) {}
 
+    // Empties the graph for a new pass, keeping the memory: a large pass then
+    // does not page-fault its way through fresh arrays every time.
+    void reset(size_t limit) {
+        nodes.clear();
+        edges.clear();
+        slots_.clear();
+        merged = 0;
+        budget_exhausted = out_of_memory = false;
+        mask_ = 0;
+        shift_ = 64;
+        limit_ = limit;
+    }
+
+    void release_memory() {
+        nodes.release();
+        edges.release();
+        slots_.release();
+    }
+
+    size_t memory_bytes() const {
+        return nodes.capacity_bytes() + edges.capacity_bytes() + slots_.capacity_bytes();
+    }
+
     PodArray<GraphNode> nodes;
     PodArray<uint32_t> edges;
+    size_t merged = 0;  // objects explored as part of a node instead of as nodes
     bool budget_exhausted = false;
     bool out_of_memory = false;
 
-    void raise_limit(size_t extra) { limit_ += extra; }
+    // Objects explored so far, nodes and merged objects (what the budget bounds).
+    size_t explored() const { return nodes.size() + merged; }
+
+    // Counts one merged object against the budget; false past it.
+    bool charge_merged() {
+        if (explored() >= limit_) {
+            budget_exhausted = true;
+            return false;
+        }
+        merged++;
+        return true;
+    }
+
+    // Sizes the index of an empty graph for about `expected` nodes up front
+    // (saves rehashing); false when out of memory.
+    bool expect(size_t expected) {
+        size_t capacity = 256;
+        while (capacity < expected * 2) {
+            capacity *= 2;
+        }
+        if (!slots_.assign_zeroed(capacity)) {
+            return false;
+        }
+        set_capacity(capacity);
+        return true;
+    }
 
     // The node of op, or kNone.
     uint32_t find(PyObject *op) const {
@@ -147,7 +203,7 @@ public:
                 break;
             }
         }
-        if (nodes.size() >= limit_) {
+        if (explored() >= limit_) {
             budget_exhausted = true;
             return kNone;
         }
@@ -181,17 +237,12 @@ private:
     }
 
     bool grow() {
-        size_t capacity = slots_.size() ? slots_.size() * 2 : 1024;
+        size_t capacity = slots_.size() ? slots_.size() * 2 : 256;
         PodArray<Slot> fresh;
         if (!fresh.assign_zeroed(capacity)) {
             return false;
         }
-        int bits = 0;
-        while ((size_t{1} << bits) < capacity) {
-            bits++;
-        }
-        mask_ = capacity - 1;
-        shift_ = 64 - bits;
+        set_capacity(capacity);
         for (size_t n = 0; n < nodes.size(); n++) {
             size_t i = slot_of(nodes[n].op);
             while (fresh[i].key != nullptr) {
@@ -201,6 +252,15 @@ private:
         }
         slots_.swap(fresh);
         return true;
+    }
+
+    void set_capacity(size_t capacity) {
+        int bits = 0;
+        while ((size_t{1} << bits) < capacity) {
+            bits++;
+        }
+        mask_ = capacity - 1;
+        shift_ = 64 - bits;
     }
 
     PodArray<Slot> slots_;

@@ -76,6 +76,8 @@ void add_collector_stats(py::dict &out) {
     out["last_nodes"] = s.last_nodes;
     out["last_seconds"] = s.last_seconds;
     out["budget_exhausted"] = s.budget_exhausted;
+    out["auto_seconds"] = s.auto_seconds;
+    out["auto_full_collections"] = s.auto_full_collections;
 }
 
 void bind_collector(py::module_ &m) {
