@@ -133,8 +133,9 @@ int count_edge(PyObject *child, void *arg) {
     if (node == HeapGraph::kNone) {
         return g.out_of_memory ? -1 : 0;  // past the budget: not a node, so live
     }
-    GraphNode &n = g.nodes[node];
-    n.unexplained--;
+    // The edge's count is taken later, in one sweep over all edges
+    // (count_internal_references): independent memory accesses there overlap,
+    // where here each would stall the traversal.
     if (!g.edges.push(node)) {
         g.out_of_memory = true;
         return -1;
@@ -166,9 +167,17 @@ bool explore(Pass &pass) {
     return true;
 }
 
+// Every edge is a reference from an explored node: it is not an outside one.
+void count_internal_references(HeapGraph &g) {
+    for (size_t e = 0; e < g.edges.size(); e++) {
+        g.nodes[g.edges[e]].unexplained--;
+    }
+}
+
 // Roots are nodes referenced from outside the graph or never expanded; every
 // node reachable from a root, along real and virtual edges, is live.
 bool propagate_liveness(HeapGraph &g) {
+    count_internal_references(g);
     PodArray<uint32_t> stack;
     for (size_t i = 0; i < g.nodes.size(); i++) {
         GraphNode &n = g.nodes[i];
@@ -241,9 +250,10 @@ Py_ssize_t run_pass(size_t first, size_t node_budget, bool automatic) {
 
     Pass &pass = retained;
     pass.reset(node_budget);
-    // About three nodes per seed holder (code, function, shared product).
+    // About two nodes per seed holder (its code and its function; holder,
+    // entry and a private product are merged into them).
     size_t seeds = r->holders.size() - (first < r->holders.size() ? first : r->holders.size());
-    size_t expected = 3 * seeds;
+    size_t expected = 2 * seeds;
     module_dicts.refresh(/*force=*/first == 0);
     bool ok = pass.graph.expect(expected < node_budget ? expected : node_budget);
     // Analysis: from here to detach_garbage nothing runs Python code, nothing
