@@ -36,17 +36,30 @@ struct CodeWithHolder {
     Holder *holder;  // borrowed: attached, owned by the registry (nothing runs during analysis)
 };
 
+// A reference found by a traversal, not yet looked at: `child` is held by node
+// `source` (directly, or through objects merged into it).
+struct Pending {
+    PyObject *child;
+    uint32_t source;
+};
+
 struct Pass {
     HeapGraph graph{0};
     PodArray<CodeWithHolder> cached_codes;
-    // Objects with a single reference, waiting to be explored as part of the
-    // node being expanded (see count_edge).
-    PodArray<PyObject *> merge_stack;
+    PodArray<Pending> pending;   // references queued by the traversal callback
+    PodArray<Pending> merged;    // single-reference objects to explore as part of `source`
+    PodArray<uint32_t> edge_sources;  // edges in discovery order: source ...
+    PodArray<uint32_t> edge_targets;  // ... and target (sorted by source afterwards)
+    PodArray<uint32_t> cursor;        // scratch for group_edges_by_source
+    uint32_t current = 0;             // the node whose references are being queued
 
     void reset(size_t limit) {
         graph.reset(limit);
         cached_codes.clear();
-        merge_stack.clear();
+        pending.clear();
+        merged.clear();
+        edge_sources.clear();
+        edge_targets.clear();
     }
 };
 
@@ -101,70 +114,150 @@ struct ModuleDicts {
 
 ModuleDicts module_dicts;
 
-// Counts one reference from the node being expanded to `child`.
-//
-// A child whose reference count is 1 has no referrer but the one visiting it:
-// it is live exactly when that node is, so it needs no node of its own. It is
-// explored as part of the node (its references become the node's edges),
-// which spares the index lookups that dominate a pass: entries, most products
-// and their private lists, tuples and dicts are such objects. Code objects are
-// always nodes (they are what a pass decides about).
-int count_edge(PyObject *child, void *arg) {
+// The traversal callback: queues the reference without touching the child, so
+// that process_pending can look at a whole batch with its memory accesses
+// overlapping (prefetched) instead of stalling on each in turn.
+int queue_child(PyObject *child, void *arg) {
     Pass &pass = *static_cast<Pass *>(arg);
-    HeapGraph &g = pass.graph;
-    if (child == nullptr || !is_node_candidate(child)) {
-        return 0;
-    }
-    if (Py_REFCNT(child) == 1 && !PyCode_Check(child)) {
-        if (!g.charge_merged()) {
-            return 0;  // past the budget: unexplored, so what it references is live
-        }
-        if (!pass.merge_stack.push(child)) {
-            g.out_of_memory = true;
-            return -1;
-        }
-        return 0;
-    }
-    if (PyDict_CheckExact(child) && module_dicts.contains(child)) {
-        return 0;  // a module's globals: live, never a node
-    }
-    bool added = false;
-    uint32_t node = g.intern(child, &added);
-    if (node == HeapGraph::kNone) {
-        return g.out_of_memory ? -1 : 0;  // past the budget: not a node, so live
-    }
-    // The edge's count is taken later, in one sweep over all edges
-    // (count_internal_references): independent memory accesses there overlap,
-    // where here each would stall the traversal.
-    if (!g.edges.push(node)) {
-        g.out_of_memory = true;
+    if (child != nullptr && !pass.pending.push(Pending{child, pass.current})) {
+        pass.graph.out_of_memory = true;
         return -1;
     }
     return 0;
 }
 
-// Explores breadth first from the nodes already in the graph.
+// Turns queued references into edges.
+//
+// A child whose reference count is 1 has no referrer but the one that queued
+// it: it is live exactly when that node is, so it needs no node of its own. It
+// is explored as part of the node (its references become the node's edges),
+// which spares the index lookups that dominate a pass: entries, most products
+// and their private lists, tuples and dicts are such objects. Code objects are
+// always nodes (they are what a pass decides about).
+constexpr size_t kPrefetchDistance = 12;
+
+void process_pending(Pass &pass) {
+    HeapGraph &g = pass.graph;
+    PodArray<Pending> &pending = pass.pending;
+    size_t n = pending.size();
+    // A CPU keeps only so many misses in flight: prefetch a fixed distance ahead.
+    for (size_t i = 0; i < n && i < kPrefetchDistance; i++) {
+        __builtin_prefetch(pending[i].child);
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i + kPrefetchDistance < n) {
+            __builtin_prefetch(pending[i + kPrefetchDistance].child);
+        }
+        Pending p = pending[i];
+        if (!is_node_candidate(p.child)) {
+            continue;
+        }
+        if (Py_REFCNT(p.child) == 1 && !PyCode_Check(p.child)) {
+            // Past the budget it stays unexplored, so what it references is live.
+            if (g.charge_merged() && !pass.merged.push(p)) {
+                g.out_of_memory = true;
+                return;
+            }
+            continue;
+        }
+        if (PyDict_CheckExact(p.child) && module_dicts.contains(p.child)) {
+            continue;  // a module's globals: live, never a node
+        }
+        pending[kept++] = p;
+    }
+    for (size_t i = 0; i < kept && i < kPrefetchDistance; i++) {
+        g.prefetch(pending[i].child);
+    }
+    for (size_t i = 0; i < kept; i++) {
+        if (i + kPrefetchDistance < kept) {
+            g.prefetch(pending[i + kPrefetchDistance].child);
+        }
+        bool added = false;
+        uint32_t node = g.intern(pending[i].child, &added);
+        if (node == HeapGraph::kNone) {
+            if (g.out_of_memory) {
+                return;
+            }
+            continue;  // past the budget: not a node, so live
+        }
+        if (!pass.edge_sources.push(pending[i].source) || !pass.edge_targets.push(node)) {
+            g.out_of_memory = true;
+            return;
+        }
+    }
+    pending.clear();
+    for (size_t i = 0; i < pass.merged.size() && !g.out_of_memory; i++) {
+        pass.current = pass.merged[i].source;
+        visit_referents(pass.merged[i].child, queue_child, &pass);
+    }
+    pass.merged.clear();
+}
+
+// Stores the edges grouped by source (a counting sort): node i's targets are
+// then edges[nodes[i].edge_begin, edges_end(i)).
+bool group_edges_by_source(Pass &pass) {
+    HeapGraph &g = pass.graph;
+    size_t count = pass.edge_targets.size();
+    if (count >= UINT32_MAX || !g.edges.assign_zeroed(count)) {
+        return false;
+    }
+    for (size_t i = 0; i < g.nodes.size(); i++) {
+        g.nodes[i].edge_begin = 0;
+    }
+    for (size_t e = 0; e < count; e++) {
+        uint32_t source = pass.edge_sources[e];
+        if (source + 1 < g.nodes.size()) {
+            g.nodes[source + 1].edge_begin++;
+        }
+    }
+    for (size_t i = 1; i < g.nodes.size(); i++) {
+        g.nodes[i].edge_begin += g.nodes[i - 1].edge_begin;
+    }
+    PodArray<uint32_t> &cursor = pass.cursor;  // each source's next free edge
+    cursor.clear();
+    if (!cursor.reserve(g.nodes.size())) {
+        return false;
+    }
+    for (size_t i = 0; i < g.nodes.size(); i++) {
+        cursor.push(g.nodes[i].edge_begin);
+    }
+    for (size_t e = 0; e < count; e++) {
+        g.edges[cursor[pass.edge_sources[e]]++] = pass.edge_targets[e];
+    }
+    return true;
+}
+
+// Explores breadth first from the nodes already in the graph: nodes are
+// traversed in order, their references queued, and the queue processed in
+// batches (which adds the nodes traversed next).
+constexpr size_t kBatch = 512;
+
 bool explore(Pass &pass) {
     HeapGraph &g = pass.graph;
-    for (size_t i = 0; i < g.nodes.size(); i++) {
-        g.nodes[i].edge_begin = static_cast<uint32_t>(g.edges.size());
-        PyObject *op = g.nodes[i].op;
-        Holder *h = visit_referents(op, count_edge, &pass);
-        while (!pass.merge_stack.empty() && !g.out_of_memory) {
-            visit_referents(pass.merge_stack.pop(), count_edge, &pass);
+    size_t next = 0;
+    for (;;) {
+        while (next < g.nodes.size() && pass.pending.size() < kBatch && !g.out_of_memory) {
+            pass.current = static_cast<uint32_t>(next);
+            Holder *h = visit_referents(g.nodes[next].op, queue_child, &pass);
+            if (h != nullptr && !pass.cached_codes.push(CodeWithHolder{pass.current, h})) {
+                return false;
+            }
+            g.nodes[next].flags |= NODE_EXPANDED;
+            next++;
         }
         if (g.out_of_memory) {
             return false;
         }
-        if (h != nullptr && !pass.cached_codes.push(CodeWithHolder{static_cast<uint32_t>(i), h})) {
-            return false;
+        if (pass.pending.empty()) {
+            if (next >= g.nodes.size()) {
+                break;
+            }
+            continue;
         }
-        g.nodes[i].flags |= NODE_EXPANDED;
-        if (g.edges.size() >= UINT32_MAX) {
-            return false;  // edge numbers are 32-bit
-        }
+        process_pending(pass);
     }
-    return true;
+    return group_edges_by_source(pass);
 }
 
 // Every edge is a reference from an explored node: it is not an outside one.
