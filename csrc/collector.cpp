@@ -61,6 +61,22 @@ struct Pass {
         edge_sources.clear();
         edge_targets.clear();
     }
+
+    size_t memory_bytes() const {
+        return graph.memory_bytes() + cached_codes.capacity_bytes() + pending.capacity_bytes() +
+               merged.capacity_bytes() + edge_sources.capacity_bytes() +
+               edge_targets.capacity_bytes() + cursor.capacity_bytes();
+    }
+
+    void release_memory() {
+        graph.release_memory();
+        cached_codes.release();
+        pending.release();
+        merged.release();
+        edge_sources.release();
+        edge_targets.release();
+        cursor.release();
+    }
 };
 
 // The memory of the previous pass, reused (only one pass runs at a time).
@@ -126,6 +142,9 @@ int queue_child(PyObject *child, void *arg) {
     return 0;
 }
 
+// A CPU keeps only so many misses in flight: prefetch a fixed distance ahead.
+constexpr size_t kPrefetchDistance = 12;
+
 // Turns queued references into edges.
 //
 // A child whose reference count is 1 has no referrer but the one that queued
@@ -134,13 +153,10 @@ int queue_child(PyObject *child, void *arg) {
 // which spares the index lookups that dominate a pass: entries, most products
 // and their private lists, tuples and dicts are such objects. Code objects are
 // always nodes (they are what a pass decides about).
-constexpr size_t kPrefetchDistance = 12;
-
 void process_pending(Pass &pass) {
     HeapGraph &g = pass.graph;
     PodArray<Pending> &pending = pass.pending;
     size_t n = pending.size();
-    // A CPU keeps only so many misses in flight: prefetch a fixed distance ahead.
     for (size_t i = 0; i < n && i < kPrefetchDistance; i++) {
         __builtin_prefetch(pending[i].child);
     }
@@ -381,9 +397,9 @@ Py_ssize_t run_pass(size_t first, size_t node_budget, bool automatic) {
         state.stats.detached_by_collector += static_cast<uint64_t>(detached);
     }
     state.stats.last_nodes = pass.graph.explored();
-    if (first == 0 && pass.graph.explored() * sizeof(GraphNode) * kRetainedSlack <
-                          pass.graph.memory_bytes()) {
-        pass.graph.release_memory();
+    if (first == 0 &&
+        pass.graph.explored() * sizeof(GraphNode) * kRetainedSlack < pass.memory_bytes()) {
+        pass.release_memory();
     }
     std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - started;
     state.stats.last_seconds = elapsed.count();
