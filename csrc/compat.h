@@ -59,6 +59,36 @@ inline bool interpreter_finalizing() {
 #endif
 }
 
+
+// --- collector
+// What the cycle collector needs to know about an object without running any
+// Python code or allocating (DESIGN.md section 3, invariant 5).
+
+// True for immortal objects (3.12+): their reference count says nothing, so the
+// collector leaves them unexpanded (live). No object is immortal before 3.12.
+inline bool is_immortal(PyObject *op) {
+#if PY_VERSION_HEX >= 0x030C0000
+    return _Py_IsImmortal(op) != 0;
+#else
+    (void)op;
+    return false;
+#endif
+}
+
+// PyObject_IS_GC without the function call: the type has Py_TPFLAGS_HAVE_GC and
+// its tp_is_gc (static types answer no) agrees. Tracked or not does not matter.
+inline bool is_gc_object(PyObject *op) {
+    PyTypeObject *type = Py_TYPE(op);
+    return PyType_IS_GC(type) && (type->tp_is_gc == nullptr || type->tp_is_gc(op));
+}
+
+// The constants tuple of a code object (borrowed from it). Code objects are not
+// GC containers in the default build, so the collector visits this by hand:
+// nested functions' code objects live there.
+inline PyObject *code_consts(PyObject *code) {
+    return reinterpret_cast<PyCodeObject *>(code)->co_consts;
+}
+
 }  // namespace coextra::compat
 
 // --- frames

@@ -15,6 +15,9 @@ namespace py = pybind11;
 using namespace coextra;
 
 void bind_capi(py::module_ &m);  // capi_bindings.cpp: the C API capsule and evalframe
+// The cycle collector's bindings (collector_bindings.cpp).
+void bind_collector(py::module_ &m);
+void add_collector_stats(py::dict &out);
 
 namespace {
 
@@ -126,6 +129,7 @@ py::dict stats() {
     out["detached_total"] = r->detached_total;
     out["holders_alive"] = live_counts.holders;
     out["entries_alive"] = live_counts.entries;
+    add_collector_stats(out);
     return out;
 }
 
@@ -152,6 +156,7 @@ PYBIND11_MODULE(_coextra_pybind11, m) {
           "detach(obj) -> bool\n\nDetach the holder of obj's code; True if there was one.");
     m.def("reset", &reset, "reset() -> int\n\nDetach every holder; returns how many.");
     m.def("holders", &holders, "holders() -> list[Holder]\n\nEvery attached holder.");
+    bind_collector(m);
     m.def("stats", &stats,
           "stats() -> dict\n\nCounts: holders and entries attached now, attached_total and\n"
           "detached_total ever, holders_alive and entries_alive (including detached).");

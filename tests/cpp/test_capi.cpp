@@ -307,6 +307,7 @@ TEST_F(CAPI, AProductReferencingItsCodeIsFreedOnceDetached) {
     py::object f = make_function("f");
     py::object weakref = py::module_::import("weakref");
     py::object f_alive = weakref.attr("ref")(f);
+    py::module_::import("coextra").attr("set_auto_collect")(false);  // else gc.collect() frees it
     PyObject *h = COEXTRA_API->ensure(code_ptr(f));
     // The product holds the function, hence its code: the cycle coextra exists for.
     Py_DECREF(COEXTRA_API->add(h, py::make_tuple(f, "compiled").ptr(), nullptr));
@@ -316,6 +317,7 @@ TEST_F(CAPI, AProductReferencingItsCodeIsFreedOnceDetached) {
     COEXTRA_API->detach(h);
     py::module_::import("gc").attr("collect")();
     EXPECT_TRUE(f_alive().is_none()) << "detached: nothing keeps the cycle alive";
+    py::module_::import("coextra").attr("set_auto_collect")(true);
 }
 
 // A guard that detaches every holder, then reports how many holders exist.

@@ -89,6 +89,7 @@ def test_forget_clear_and_detach():
 
 
 def test_a_value_referencing_its_own_code_is_freed_once_detached():
+    coextra.set_auto_collect(False)  # else gc.collect() itself frees the cycle
     f = make_function()
     code_alive = weakref.ref(f.__code__)
     example.remember(f, "self", (f, f.__code__))  # the cycle coextra exists for
@@ -98,6 +99,7 @@ def test_a_value_referencing_its_own_code_is_freed_once_detached():
     assert coextra.reset() == 1
     gc.collect()
     assert code_alive() is None
+    coextra.set_auto_collect(True)
 
 
 def test_coextra_import_can_be_called_again():

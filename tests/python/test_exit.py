@@ -21,6 +21,7 @@ SCRIPT = textwrap.dedent(
 
     atexit.register(report)
     import coextra, posixpath, genericpath, os
+    coextra.set_auto_collect(False)  # keep all 10,000 attached until exit
 
     frozen = [posixpath.join, posixpath.dirname, genericpath.exists, os.fspath.__class__]
     for target in (posixpath.join, posixpath.dirname, genericpath.exists):

@@ -66,16 +66,21 @@ def test_cycle_through_holder_entry_product_is_collected_by_the_gc_once_detached
 
 def test_product_referencing_its_code_lives_until_detached():
     # Without the cycle collector this is what keeps the cache valid; detach()
-    # (or reset()) breaks it. The collector issue makes this automatic.
-    f = make_function()
-    coextra.attach(f, Product(f))
-    code_ref = weakref.ref(f.__code__)
-    del f
-    gc.collect()
-    assert code_ref() is not None
-    coextra.reset()
-    gc.collect()
-    assert code_ref() is None
+    # (or reset()) breaks it. The collector (on by default, in gc.callbacks)
+    # makes this automatic, so it is switched off here.
+    coextra.set_auto_collect(False)
+    try:
+        f = make_function()
+        coextra.attach(f, Product(f))
+        code_ref = weakref.ref(f.__code__)
+        del f
+        gc.collect()
+        assert code_ref() is not None
+        coextra.reset()
+        gc.collect()
+        assert code_ref() is None
+    finally:
+        coextra.set_auto_collect(True)
 
 
 def test_naive_twin_leaks_the_self_referencing_cycle():

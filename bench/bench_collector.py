@@ -1,0 +1,196 @@
+"""The cycle collector against CPython's gc.collect(), side by side in one run.
+
+1. One coextra.collect() against one gc.collect() on the same heap, with 1k,
+   10k and 100k live holders whose products are small (a list holding the
+   function, so every product references its code). Automatic collection is
+   off here, so gc.collect() measures the GC alone. Targets: at most 1.5x at
+   100k; linear growth (100k over 10k at most 12x).
+2. A workload attaching 100k holders that stay live, with automatic
+   collection on against off, interleaved rounds; once with a trivial product
+   (a list: a few microseconds per holder), once with a product compile()d per
+   holder, as a backend compiles something for each code object it caches.
+   Target: at most 5% slower.
+3. 10k holders whose products all reference one shared structure of 100k
+   objects: the node count of one pass shows the shared part explored once.
+
+    python bench/bench_collector.py [--quick] [--rounds 5] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import sys
+import time
+import types
+
+import coextra
+
+
+def template(x):
+    return x + 1
+
+
+def make_functions(n: int, start: int = 0) -> list:
+    """n live functions with distinct code objects (cheap: CodeType.replace)."""
+    code = template.__code__
+    return [
+        types.FunctionType(code.replace(co_name=f"f{i}", co_firstlineno=i + 1), globals())
+        for i in range(start, start + n)
+    ]
+
+
+def attach_small_products(functions) -> None:
+    for i, f in enumerate(functions):
+        coextra.attach(f, [f, i])
+
+
+def best(fn, rounds: int) -> float:
+    times = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def collector_vs_gc(sizes, rounds: int) -> list[dict]:
+    coextra.set_auto_collect(False)
+    rows = []
+    for n in sizes:
+        coextra.reset()
+        gc.collect()
+        functions = make_functions(n)
+        attach_small_products(functions)
+        gc.collect()
+        samples_collector, samples_gc = [], []
+        for _ in range(rounds):  # interleaved: noise hits both alike
+            samples_gc.append(best(gc.collect, 1))
+            samples_collector.append(best(coextra.collect, 1))
+        nodes = coextra.stats()["last_nodes"]
+        assert coextra.stats()["holders"] == n, "every holder is live"
+        t_collector, t_gc = min(samples_collector), min(samples_gc)
+        rows.append({"holders": n, "collector_s": t_collector, "gc_s": t_gc,
+                     "ratio": t_collector / t_gc, "nodes": nodes,
+                     "gc_objects": len(gc.get_objects())})
+        del functions
+    coextra.reset()
+    coextra.set_auto_collect(True)
+    gc.collect()
+    return rows
+
+
+def attach_workload(n: int, compiled: bool = False) -> float:
+    """Attach n holders that stay live; the time it takes. The product is a
+    small list, or (compiled=True) a code object compile()d for the purpose,
+    as a backend compiles something for every code object it caches."""
+    coextra.reset()
+    gc.collect()
+    t0 = time.perf_counter()
+    kept = []
+    code = template.__code__
+    g = globals()
+    for i in range(n):
+        f = types.FunctionType(code.replace(co_name=f"w{i}", co_firstlineno=i + 1), g)
+        if compiled:
+            coextra.attach(f, [f, compile(f"x * {i} + 1", "<product>", "eval")])
+        else:
+            coextra.attach(f, [f, i])
+        kept.append(f)
+    elapsed = time.perf_counter() - t0
+    del kept
+    coextra.reset()
+    gc.collect()
+    return elapsed
+
+
+def auto_on_vs_off(n: int, rounds: int, compiled: bool = False) -> dict:
+    on, off = [], []
+    before = coextra.stats()
+    for _ in range(rounds):
+        coextra.set_auto_collect(False)
+        off.append(attach_workload(n, compiled))
+        coextra.set_auto_collect(True)
+        on.append(attach_workload(n, compiled))
+    coextra.set_auto_collect(True)
+    after = coextra.stats()
+    return {"holders": n, "compiled": compiled, "off_s": min(off), "on_s": min(on),
+            "ratio": min(on) / min(off),
+            "auto_passes_per_round": (after["auto_collections"] - before["auto_collections"]) / rounds,
+            "auto_seconds_per_round": (after["auto_seconds"] - before["auto_seconds"]) / rounds}
+
+
+def shared_structure(holders_list, shared_size: int) -> list[dict]:
+    coextra.set_auto_collect(False)
+    shared = [[i] for i in range(shared_size)]
+    rows = []
+    for n in holders_list:
+        coextra.reset()
+        gc.collect()
+        functions = make_functions(n)
+        for f in functions:
+            coextra.attach(f, [f, shared])
+        t0 = time.perf_counter()
+        coextra.collect()
+        elapsed = time.perf_counter() - t0
+        rows.append({"holders": n, "shared_objects": shared_size,
+                     "nodes": coextra.stats()["last_nodes"],
+                     "nodes_if_explored_per_holder": n * (shared_size + 1),
+                     "collector_s": elapsed})
+        del functions
+    coextra.reset()
+    coextra.set_auto_collect(True)
+    gc.collect()
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, fewer rounds")
+    parser.add_argument("--rounds", type=int, default=None)
+    parser.add_argument("--json", help="also write the results to this file")
+    args = parser.parse_args()
+    rounds = args.rounds or (3 if args.quick else 7)
+    sizes = [1_000, 10_000, 30_000] if args.quick else [1_000, 10_000, 100_000]
+    workload = 20_000 if args.quick else 100_000
+    shared_holders = [1_000, 10_000]
+    shared_size = 20_000 if args.quick else 100_000
+
+    vs_gc = collector_vs_gc(sizes, rounds)
+    auto = [auto_on_vs_off(workload, rounds),
+            auto_on_vs_off(workload, max(2, rounds // 2), compiled=True)]
+    shared = shared_structure(shared_holders, shared_size)
+
+    print(f"Python {sys.version.split()[0]}; best of {rounds} interleaved rounds\n")
+    print("| live holders | coextra.collect() | gc.collect() | ratio | nodes | gc-tracked objects |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for r in vs_gc:
+        print(f"| {r['holders']:,} | {r['collector_s'] * 1e3:.2f} ms | {r['gc_s'] * 1e3:.2f} ms "
+              f"| {r['ratio']:.2f}x | {r['nodes']:,} | {r['gc_objects']:,} |")
+    growth = vs_gc[-1]["collector_s"] / vs_gc[-2]["collector_s"]
+    size_growth = vs_gc[-1]["holders"] / vs_gc[-2]["holders"]
+    print(f"\ncollector growth {vs_gc[-1]['holders']:,} over {vs_gc[-2]['holders']:,} holders: "
+          f"{growth:.1f}x (size {size_growth:.0f}x)\n")
+    print("| workload | auto collection off | on | ratio | automatic passes | time in them |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for a in auto:
+        product = "a compile()d product" if a["compiled"] else "a small list product"
+        print(f"| attach {a['holders']:,} live holders, {product} | {a['off_s'] * 1e3:.1f} ms "
+              f"| {a['on_s'] * 1e3:.1f} ms | {a['ratio']:.3f}x | {a['auto_passes_per_round']:.0f} "
+              f"| {a['auto_seconds_per_round'] * 1e3:.1f} ms |")
+    print()
+    print("| holders sharing one structure | shared objects | nodes explored | nodes if explored per holder | pass |")
+    print("|---:|---:|---:|---:|---:|")
+    for r in shared:
+        print(f"| {r['holders']:,} | {r['shared_objects']:,} | {r['nodes']:,} "
+              f"| {r['nodes_if_explored_per_holder']:,} | {r['collector_s'] * 1e3:.1f} ms |")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"python": sys.version.split()[0], "rounds": rounds, "collector_vs_gc": vs_gc,
+                       "growth": growth, "auto": auto, "shared": shared}, fh, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,467 @@
+// collector.cpp -- one collector pass: explore, find roots, propagate, act.
+#include "collector.h"
+
+#include "heap_graph.h"
+#include "holder.h"
+#include "registry.h"
+
+#include <algorithm>
+#include <chrono>
+#include <new>
+#include <vector>
+
+namespace coextra {
+
+namespace {
+
+struct CollectorState {
+    bool running = false;
+    Py_ssize_t budget = kDefaultBudget;
+    // registry->attached_total when the previous pass ended. Holders are
+    // appended at the back, so the holders attached since then are about the
+    // last (attached_total - attached_mark) of the vector -- about: a detach
+    // moves the last holder into the freed slot, so a young holder can move
+    // out of that tail (it then waits for a full pass) and an old one into it
+    // (it is explored once more). Both only change the cost, never soundness:
+    // any set of seeds gives a sound answer.
+    uint64_t attached_mark = 0;
+    CollectorStats stats;
+};
+
+CollectorState state;
+
+// A code node whose code object had a holder when it was expanded.
+struct CodeWithHolder {
+    uint32_t node;
+    Holder *holder;  // borrowed: attached, owned by the registry (nothing runs during analysis)
+};
+
+// A reference found by a traversal, not yet looked at: `child` is held by node
+// `source` (directly, or through objects merged into it).
+struct Pending {
+    PyObject *child;
+    uint32_t source;
+};
+
+struct Pass {
+    HeapGraph graph{0};
+    PodArray<CodeWithHolder> cached_codes;
+    PodArray<Pending> pending;   // references queued by the traversal callback
+    PodArray<Pending> merged;    // single-reference objects to explore as part of `source`
+    PodArray<uint32_t> edge_sources;  // edges in discovery order: source ...
+    PodArray<uint32_t> edge_targets;  // ... and target (sorted by source afterwards)
+    PodArray<uint32_t> cursor;        // scratch for group_edges_by_source
+    uint32_t current = 0;             // the node whose references are being queued
+
+    void reset(size_t limit) {
+        graph.reset(limit);
+        cached_codes.clear();
+        pending.clear();
+        merged.clear();
+        edge_sources.clear();
+        edge_targets.clear();
+    }
+
+    size_t memory_bytes() const {
+        return graph.memory_bytes() + cached_codes.capacity_bytes() + pending.capacity_bytes() +
+               merged.capacity_bytes() + edge_sources.capacity_bytes() +
+               edge_targets.capacity_bytes() + cursor.capacity_bytes();
+    }
+
+    void release_memory() {
+        graph.release_memory();
+        cached_codes.release();
+        pending.release();
+        merged.release();
+        edge_sources.release();
+        edge_targets.release();
+        cursor.release();
+    }
+};
+
+// The memory of the previous pass, reused (only one pass runs at a time).
+// After a full pass that needed less than an eighth of it, it is given back,
+// so a program whose caches shrank does not keep the largest graph forever.
+Pass retained;
+constexpr size_t kRetainedSlack = 8;
+
+// The __dict__ of every module in sys.modules, sorted by address: a pass never
+// expands them (a module's globals are live while it is imported, and large).
+// Rebuilt before every full pass and whenever sys.modules changed size, never
+// during an analysis. A stale entry is harmless: a dict wrongly taken for a
+// module's is only treated as live, and a missed one is only explored.
+struct ModuleDicts {
+    std::vector<PyObject *> sorted;  // borrowed; compared by address only, never dereferenced
+    Py_ssize_t modules_seen = -1;    // len(sys.modules) when built
+
+    bool contains(PyObject *dict) const {
+        return std::binary_search(sorted.begin(), sorted.end(), dict);
+    }
+
+    // false when out of memory (nothing is then pruned: still sound).
+    bool refresh(bool force) {
+        PyObject *modules = PyImport_GetModuleDict();  // borrowed, owned by the interpreter
+        if (modules == nullptr || !PyDict_Check(modules)) {
+            sorted.clear();
+            return true;
+        }
+        if (!force && PyDict_GET_SIZE(modules) == modules_seen) {
+            return true;
+        }
+        sorted.clear();
+        modules_seen = -1;
+        try {
+            Py_ssize_t pos = 0;
+            PyObject *key, *module;
+            while (PyDict_Next(modules, &pos, &key, &module)) {
+                if (PyModule_Check(module)) {
+                    sorted.push_back(PyModule_GetDict(module));  // borrowed, never NULL
+                }
+            }
+            std::sort(sorted.begin(), sorted.end());
+        } catch (const std::bad_alloc &) {
+            sorted.clear();
+            return false;
+        }
+        modules_seen = PyDict_GET_SIZE(modules);
+        return true;
+    }
+};
+
+ModuleDicts module_dicts;
+
+// The traversal callback: queues the reference without touching the child, so
+// that process_pending can look at a whole batch with its memory accesses
+// overlapping (prefetched) instead of stalling on each in turn.
+int queue_child(PyObject *child, void *arg) {
+    Pass &pass = *static_cast<Pass *>(arg);
+    if (child != nullptr && !pass.pending.push(Pending{child, pass.current})) {
+        pass.graph.out_of_memory = true;
+        return -1;
+    }
+    return 0;
+}
+
+// A CPU keeps only so many misses in flight: prefetch a fixed distance ahead.
+constexpr size_t kPrefetchDistance = 12;
+
+// Turns queued references into edges.
+//
+// A child whose reference count is 1 has no referrer but the one that queued
+// it: it is live exactly when that node is, so it needs no node of its own. It
+// is explored as part of the node (its references become the node's edges),
+// which spares the index lookups that dominate a pass: entries, most products
+// and their private lists, tuples and dicts are such objects. Code objects are
+// always nodes (they are what a pass decides about).
+void process_pending(Pass &pass) {
+    HeapGraph &g = pass.graph;
+    PodArray<Pending> &pending = pass.pending;
+    size_t n = pending.size();
+    for (size_t i = 0; i < n && i < kPrefetchDistance; i++) {
+        __builtin_prefetch(pending[i].child);
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i + kPrefetchDistance < n) {
+            __builtin_prefetch(pending[i + kPrefetchDistance].child);
+        }
+        Pending p = pending[i];
+        if (!is_node_candidate(p.child)) {
+            continue;
+        }
+        if (Py_REFCNT(p.child) == 1 && !PyCode_Check(p.child)) {
+            // Past the budget it stays unexplored, so what it references is live.
+            if (g.charge_merged() && !pass.merged.push(p)) {
+                g.out_of_memory = true;
+                return;
+            }
+            continue;
+        }
+        if (PyDict_CheckExact(p.child) && module_dicts.contains(p.child)) {
+            continue;  // a module's globals: live, never a node
+        }
+        pending[kept++] = p;
+    }
+    for (size_t i = 0; i < kept && i < kPrefetchDistance; i++) {
+        g.prefetch(pending[i].child);
+    }
+    for (size_t i = 0; i < kept; i++) {
+        if (i + kPrefetchDistance < kept) {
+            g.prefetch(pending[i + kPrefetchDistance].child);
+        }
+        bool added = false;
+        uint32_t node = g.intern(pending[i].child, &added);
+        if (node == HeapGraph::kNone) {
+            if (g.out_of_memory) {
+                return;
+            }
+            continue;  // past the budget: not a node, so live
+        }
+        if (!pass.edge_sources.push(pending[i].source) || !pass.edge_targets.push(node)) {
+            g.out_of_memory = true;
+            return;
+        }
+    }
+    pending.clear();
+    for (size_t i = 0; i < pass.merged.size() && !g.out_of_memory; i++) {
+        pass.current = pass.merged[i].source;
+        visit_referents(pass.merged[i].child, queue_child, &pass);
+    }
+    pass.merged.clear();
+}
+
+// Stores the edges grouped by source (a counting sort): node i's targets are
+// then edges[nodes[i].edge_begin, edges_end(i)).
+bool group_edges_by_source(Pass &pass) {
+    HeapGraph &g = pass.graph;
+    size_t count = pass.edge_targets.size();
+    if (count >= UINT32_MAX || !g.edges.assign_zeroed(count)) {
+        return false;
+    }
+    for (size_t i = 0; i < g.nodes.size(); i++) {
+        g.nodes[i].edge_begin = 0;
+    }
+    for (size_t e = 0; e < count; e++) {
+        uint32_t source = pass.edge_sources[e];
+        if (source + 1 < g.nodes.size()) {
+            g.nodes[source + 1].edge_begin++;
+        }
+    }
+    for (size_t i = 1; i < g.nodes.size(); i++) {
+        g.nodes[i].edge_begin += g.nodes[i - 1].edge_begin;
+    }
+    PodArray<uint32_t> &cursor = pass.cursor;  // each source's next free edge
+    cursor.clear();
+    if (!cursor.reserve(g.nodes.size())) {
+        return false;
+    }
+    for (size_t i = 0; i < g.nodes.size(); i++) {
+        cursor.push(g.nodes[i].edge_begin);
+    }
+    for (size_t e = 0; e < count; e++) {
+        g.edges[cursor[pass.edge_sources[e]]++] = pass.edge_targets[e];
+    }
+    return true;
+}
+
+// Explores breadth first from the nodes already in the graph: nodes are
+// traversed in order, their references queued, and the queue processed in
+// batches (which adds the nodes traversed next).
+constexpr size_t kBatch = 512;
+
+bool explore(Pass &pass) {
+    HeapGraph &g = pass.graph;
+    size_t next = 0;
+    for (;;) {
+        while (next < g.nodes.size() && pass.pending.size() < kBatch && !g.out_of_memory) {
+            pass.current = static_cast<uint32_t>(next);
+            Holder *h = visit_referents(g.nodes[next].op, queue_child, &pass);
+            if (h != nullptr && !pass.cached_codes.push(CodeWithHolder{pass.current, h})) {
+                return false;
+            }
+            g.nodes[next].flags |= NODE_EXPANDED;
+            next++;
+        }
+        if (g.out_of_memory) {
+            return false;
+        }
+        if (pass.pending.empty()) {
+            if (next >= g.nodes.size()) {
+                break;
+            }
+            continue;
+        }
+        process_pending(pass);
+    }
+    return group_edges_by_source(pass);
+}
+
+// Every edge is a reference from an explored node: it is not an outside one.
+void count_internal_references(HeapGraph &g) {
+    for (size_t e = 0; e < g.edges.size(); e++) {
+        g.nodes[g.edges[e]].unexplained--;
+    }
+}
+
+// Roots are nodes referenced from outside the graph or never expanded; every
+// node reachable from a root, along real and virtual edges, is live.
+bool propagate_liveness(HeapGraph &g) {
+    count_internal_references(g);
+    PodArray<uint32_t> stack;
+    for (size_t i = 0; i < g.nodes.size(); i++) {
+        GraphNode &n = g.nodes[i];
+        if (n.flags & NODE_LIVE) {
+            continue;
+        }
+        if (n.unexplained > 0 || !(n.flags & NODE_EXPANDED)) {
+            n.flags |= NODE_LIVE;
+            if (!stack.push(static_cast<uint32_t>(i))) {
+                return false;
+            }
+        }
+    }
+    while (!stack.empty()) {
+        uint32_t node = stack.pop();
+        for (uint32_t e = g.nodes[node].edge_begin, end = g.edges_end(node); e < end; e++) {
+            GraphNode &target = g.nodes[g.edges[e]];
+            if (!(target.flags & NODE_LIVE)) {
+                target.flags |= NODE_LIVE;
+                if (!stack.push(g.edges[e])) {
+                    return false;
+                }
+            }
+        }
+    }
+    return true;
+}
+
+// Detaches the holders of unreachable codes. First every one of them is
+// detached while we hold a strong reference to it, so no detach can free
+// anything and no Python code runs until all decisions are carried out; then
+// our references are dropped, which frees entries and products and may run
+// arbitrary code (which may attach, detach or collect: all of that is safe).
+Py_ssize_t detach_garbage(Pass &pass) {
+    PodArray<Holder *> garbage;
+    for (size_t i = 0; i < pass.cached_codes.size(); i++) {
+        const CodeWithHolder &c = pass.cached_codes[i];
+        if (pass.graph.nodes[c.node].flags & NODE_LIVE) {
+            continue;
+        }
+        if (!garbage.push(c.holder)) {
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    for (size_t i = 0; i < garbage.size(); i++) {
+        Py_INCREF(garbage[i]);
+    }
+    Py_ssize_t detached = 0;
+    for (size_t i = 0; i < garbage.size(); i++) {
+        detached += registry_detach(garbage[i]);
+    }
+    for (size_t i = 0; i < garbage.size(); i++) {
+        Py_DECREF(garbage[i]);
+    }
+    return detached;
+}
+
+// One pass seeded with the codes of registry->holders[first, end).
+Py_ssize_t run_pass(size_t first, size_t node_budget, bool automatic) {
+    if (state.running) {
+        return 0;
+    }
+    Registry *r = registry_get();
+    if (r == nullptr) {
+        return -1;
+    }
+    auto started = std::chrono::steady_clock::now();
+    state.running = true;
+
+    Pass &pass = retained;
+    pass.reset(node_budget);
+    // About two nodes per seed holder (its code and its function; holder,
+    // entry and a private product are merged into them).
+    size_t seeds = r->holders.size() - (first < r->holders.size() ? first : r->holders.size());
+    size_t expected = 2 * seeds;
+    module_dicts.refresh(/*force=*/first == 0);
+    bool ok = pass.graph.expect(expected < node_budget ? expected : node_budget);
+    // Analysis: from here to detach_garbage nothing runs Python code, nothing
+    // allocates a Python object, and no reference count changes.
+    for (size_t i = first; ok && i < r->holders.size(); i++) {
+        PyObject *code = r->holders[i]->code;  // attached: valid
+        if (!is_node_candidate(code)) {
+            continue;  // immortal code: always live
+        }
+        bool added = false;
+        if (pass.graph.intern(code, &added) == HeapGraph::kNone) {
+            ok = !pass.graph.out_of_memory;
+            break;
+        }
+    }
+    ok = ok && explore(pass) && propagate_liveness(pass.graph);
+    Py_ssize_t detached = -1;
+    if (ok) {
+        detached = detach_garbage(pass);
+    } else {
+        PyErr_NoMemory();
+    }
+
+    state.stats.collections++;
+    if (automatic) {
+        state.stats.auto_collections++;
+    }
+    if (pass.graph.budget_exhausted) {
+        state.stats.budget_exhausted++;
+    }
+    if (detached > 0) {
+        state.stats.detached_by_collector += static_cast<uint64_t>(detached);
+    }
+    state.stats.last_nodes = pass.graph.explored();
+    if (first == 0 &&
+        pass.graph.explored() * sizeof(GraphNode) * kRetainedSlack < pass.memory_bytes()) {
+        pass.release_memory();
+    }
+    std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - started;
+    state.stats.last_seconds = elapsed.count();
+    if (automatic) {
+        state.stats.auto_seconds += elapsed.count();
+        state.stats.auto_full_collections += first == 0;
+    }
+    Registry *still = registry_get();
+    if (still == nullptr) {
+        PyErr_Clear();  // torn down by code run while detaching: nothing to remember
+    } else {
+        state.attached_mark = still->attached_total;
+    }
+    state.running = false;
+    return detached;
+}
+
+}  // namespace
+
+const CollectorStats &collector_stats() { return state.stats; }
+
+Py_ssize_t collector_collect_all() {
+    return run_pass(0, static_cast<size_t>(state.budget), /*automatic=*/false);
+}
+
+Py_ssize_t collector_collect_auto_full() {
+    return run_pass(0, static_cast<size_t>(state.budget), /*automatic=*/true);
+}
+
+Py_ssize_t collector_young_count() {
+    Registry *r = registry_get();
+    if (r == nullptr) {
+        PyErr_Clear();
+        return 0;
+    }
+    uint64_t attached_since = r->attached_total - state.attached_mark;
+    size_t size = r->holders.size();
+    return static_cast<Py_ssize_t>(attached_since < size ? attached_since : size);
+}
+
+Py_ssize_t collector_collect_young(Py_ssize_t node_budget) {
+    Registry *r = registry_get();
+    if (r == nullptr) {
+        return -1;
+    }
+    size_t first = r->holders.size() - static_cast<size_t>(collector_young_count());
+    Py_ssize_t budget = node_budget < state.budget ? node_budget : state.budget;
+    return run_pass(first, static_cast<size_t>(budget < 1 ? 1 : budget), /*automatic=*/true);
+}
+
+Py_ssize_t collector_budget() { return state.budget; }
+
+int collector_set_budget(Py_ssize_t nodes) {
+    if (nodes < 1 || nodes > kMaxBudget) {
+        PyErr_Format(PyExc_ValueError, "coextra: the budget must be from 1 to %zd nodes, not %zd",
+                     kMaxBudget, nodes);
+        return -1;
+    }
+    state.budget = nodes;
+    return 0;
+}
+
+bool collector_running() { return state.running; }
+
+}  // namespace coextra

@@ -1,0 +1,61 @@
+// collector.h -- the cycle collector: detaches holders whose code object is
+// reachable only through its own cache (DESIGN.md section 3).
+//
+// Each attached code object C is treated as a container with one extra, virtual
+// edge C -> holder(C); the registry's reference to the holder *is* that edge.
+// A pass explores the heap reachable from a set of holders' codes, counts for
+// every node the references that come from explored nodes, marks as live every
+// node with a reference from outside (Py_REFCNT greater than that count) or
+// left unexpanded, propagates liveness along real and virtual edges, and then
+// detaches the holders of the codes that stayed unreachable.
+//
+// Plain CPython C API; every function needs the GIL. Reentrant: a collection
+// requested while one runs (from a __del__ run by a detach, or from a GC pass
+// that a detach triggers) returns 0 at once.
+#pragma once
+
+#include "compat.h"
+
+#include <cstdint>
+
+namespace coextra {
+
+struct CollectorStats {
+    uint64_t collections = 0;            // passes run (explicit and automatic)
+    uint64_t auto_collections = 0;       // of which started from gc.callbacks
+    uint64_t detached_by_collector = 0;  // holders detached, cumulative
+    uint64_t budget_exhausted = 0;       // passes that stopped adding nodes at the budget
+    uint64_t last_nodes = 0;             // objects the last pass explored (nodes and
+                                         // single-reference objects merged into them)
+    double last_seconds = 0.0;           // duration of the last pass (analysis and detach)
+    double auto_seconds = 0.0;           // time spent in automatic passes, cumulative
+    uint64_t auto_full_collections = 0;  // automatic passes over every holder
+};
+
+const CollectorStats &collector_stats();
+
+// Runs the collector over every attached holder. Returns the number of
+// holders detached, or -1 with an exception (MemoryError; RuntimeError once
+// the registry is gone). Returns 0 when a collection is already running.
+Py_ssize_t collector_collect_all();
+
+// Automatic collection (auto_collect.cpp): a full pass, or one seeded with the
+// holders attached since the previous pass (approximately: see collector.cpp)
+// that adds at most `node_budget` nodes. Never more than the global budget.
+Py_ssize_t collector_collect_auto_full();
+Py_ssize_t collector_collect_young(Py_ssize_t node_budget);
+
+// Holders attached since the previous pass (the seeds of collector_collect_young).
+Py_ssize_t collector_young_count();
+
+// The most nodes one pass adds to its graph (module dicts it prunes excluded).
+constexpr Py_ssize_t kDefaultBudget = 8'000'000;
+constexpr Py_ssize_t kMaxBudget = 0x7FFFFFFF;
+Py_ssize_t collector_budget();
+// 0, or -1 with ValueError when nodes is below 1 or above kMaxBudget.
+int collector_set_budget(Py_ssize_t nodes);
+
+// True while a pass runs (exposed for tests of reentrancy).
+bool collector_running();
+
+}  // namespace coextra

@@ -1,0 +1,16 @@
+// explain.h -- why a cached code object is still alive: the reference paths
+// from its holder back to the code, as the collector sees them.
+#pragma once
+
+#include "compat.h"
+
+namespace coextra {
+
+// A new list of paths, each a list [holder, entry, product, ..., code], found
+// breadth first (shortest first, at most kMaxExplainPaths) within `node_budget`
+// nodes; [] when the code has no holder or no path was found. NULL with an
+// exception on failure. `code` must be a code object.
+constexpr size_t kMaxExplainPaths = 16;
+PyObject *explain_paths(PyObject *code, Py_ssize_t node_budget);
+
+}  // namespace coextra

@@ -1,0 +1,313 @@
+// heap_graph.h -- the part of the heap one collector pass (or one explain())
+// has explored: nodes, the edges between them, and a pointer index.
+//
+// Everything here is filled from tp_traverse callbacks, that is from C frames
+// a C++ exception must not cross, and while no Python code may run (DESIGN.md
+// invariant 5). So: plain malloc'd arrays that report allocation failure
+// instead of throwing, borrowed PyObject pointers only, no Python allocation.
+//
+// The pointers stay valid for the whole analysis because nothing can free an
+// object while it runs: no Python code runs and no reference is dropped.
+#pragma once
+
+#include "compat.h"
+#include "holder.h"
+#include "registry.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+#include <type_traits>
+
+namespace coextra {
+
+// A growable array of trivially copyable values; push() returns false when
+// memory is exhausted (the array is then unchanged).
+template <typename T>
+class PodArray {
+    static_assert(std::is_trivially_copyable<T>::value, "PodArray holds plain values");
+
+public:
+    PodArray() = default;
+    PodArray(const PodArray &) = delete;
+    PodArray &operator=(const PodArray &) = delete;
+    ~PodArray() { std::free(data_); }
+
+    bool reserve(size_t wanted) {
+        if (wanted <= capacity_) {
+            return true;
+        }
+        size_t capacity = capacity_ ? capacity_ : 16;
+        while (capacity < wanted) {
+            capacity *= 2;
+        }
+        void *grown = std::realloc(data_, capacity * sizeof(T));
+        if (grown == nullptr) {
+            return false;
+        }
+        data_ = static_cast<T *>(grown);
+        capacity_ = capacity;
+        return true;
+    }
+    bool push(const T &value) {
+        if (size_ == capacity_ && !reserve(size_ + 1)) {
+            return false;
+        }
+        data_[size_++] = value;
+        return true;
+    }
+    // Makes the array n zero bytes-initialised values (for the index's slots).
+    bool assign_zeroed(size_t n) {
+        if (!reserve(n)) {
+            return false;
+        }
+        std::memset(static_cast<void *>(data_), 0, n * sizeof(T));
+        size_ = n;
+        return true;
+    }
+    void swap(PodArray &other) {
+        std::swap(data_, other.data_);
+        std::swap(size_, other.size_);
+        std::swap(capacity_, other.capacity_);
+    }
+    T pop() { return data_[--size_]; }
+    void clear() { size_ = 0; }
+    // Gives the memory back (clear() keeps it for the next pass).
+    void release() {
+        std::free(data_);
+        data_ = nullptr;
+        size_ = capacity_ = 0;
+    }
+    size_t capacity_bytes() const { return capacity_ * sizeof(T); }
+    T &operator[](size_t i) { return data_[i]; }
+    const T &operator[](size_t i) const { return data_[i]; }
+    size_t size() const { return size_; }
+    bool empty() const { return size_ == 0; }
+
+private:
+    T *data_ = nullptr;
+    size_t size_ = 0;
+    size_t capacity_ = 0;
+};
+
+enum NodeFlags : uint32_t {
+    NODE_EXPANDED = 1,  // its references were visited and counted
+    NODE_LIVE = 2,      // reachable from a root
+};
+
+struct GraphNode {
+    PyObject *op;             // borrowed (see the file comment)
+    Py_ssize_t unexplained;   // Py_REFCNT(op) minus the edges that enter it from expanded nodes
+    uint32_t edge_begin;      // its out-edges are edges[edge_begin, next node's edge_begin)
+    uint32_t flags;           // NodeFlags
+};
+
+// Nodes in discovery order (breadth first), their out-edges stored grouped by
+// node (the collector sorts them so once exploration is over; explain() does
+// not use edges), and an open-addressing index from object address to node.
+class HeapGraph {
+public:
+    static constexpr uint32_t kNone = UINT32_MAX;
+
+    // At most `limit` nodes; adding beyond it sets budget_exhausted.
+    explicit HeapGraph(size_t limit) : limit_(limit) {}
+
+    // Empties the graph for a new pass, keeping the memory: a large pass then
+    // does not page-fault its way through fresh arrays every time.
+    void reset(size_t limit) {
+        nodes.clear();
+        edges.clear();
+        slots_.clear();
+        merged = 0;
+        budget_exhausted = out_of_memory = false;
+        mask_ = 0;
+        shift_ = 64;
+        limit_ = limit;
+    }
+
+    void release_memory() {
+        nodes.release();
+        edges.release();
+        slots_.release();
+    }
+
+    size_t memory_bytes() const {
+        return nodes.capacity_bytes() + edges.capacity_bytes() + slots_.capacity_bytes();
+    }
+
+    PodArray<GraphNode> nodes;
+    PodArray<uint32_t> edges;
+    size_t merged = 0;  // objects explored as part of a node instead of as nodes
+    bool budget_exhausted = false;
+    bool out_of_memory = false;
+
+    // Objects explored so far, nodes and merged objects (what the budget bounds).
+    size_t explored() const { return nodes.size() + merged; }
+
+    // Counts one merged object against the budget; false past it.
+    bool charge_merged() {
+        if (explored() >= limit_) {
+            budget_exhausted = true;
+            return false;
+        }
+        merged++;
+        return true;
+    }
+
+    // Sizes the index of an empty graph for about `expected` nodes up front
+    // (saves rehashing); false when out of memory.
+    bool expect(size_t expected) {
+        size_t capacity = 256;
+        while (capacity < expected * 2) {
+            capacity *= 2;
+        }
+        if (!slots_.assign_zeroed(capacity)) {
+            return false;
+        }
+        set_capacity(capacity);
+        return true;
+    }
+
+    // Brings op's first index slot into the cache ahead of intern(op).
+    void prefetch(PyObject *op) const {
+        if (slots_.size() != 0) {
+            __builtin_prefetch(&slots_[slot_of(op)]);
+        }
+    }
+
+    // The node of op, or kNone.
+    uint32_t find(PyObject *op) const {
+        if (slots_.size() == 0) {
+            return kNone;
+        }
+        for (size_t i = slot_of(op);; i = (i + 1) & mask_) {
+            const Slot &slot = slots_[i];
+            if (slot.key == op) {
+                return slot.node;
+            }
+            if (slot.key == nullptr) {
+                return kNone;
+            }
+        }
+    }
+
+    // The node of op, added (unexpanded, counting Py_REFCNT(op) as unexplained)
+    // when missing; *added says which. kNone past the limit or out of memory.
+    uint32_t intern(PyObject *op, bool *added) {
+        *added = false;
+        if ((nodes.size() + 1) * 2 > slots_.size() && !grow()) {
+            out_of_memory = true;
+            return kNone;
+        }
+        size_t i = slot_of(op);
+        for (;; i = (i + 1) & mask_) {
+            Slot &slot = slots_[i];
+            if (slot.key == op) {
+                return slot.node;
+            }
+            if (slot.key == nullptr) {
+                break;
+            }
+        }
+        if (explored() >= limit_) {
+            budget_exhausted = true;
+            return kNone;
+        }
+        uint32_t node = static_cast<uint32_t>(nodes.size());
+        if (!nodes.push(GraphNode{op, Py_REFCNT(op), 0, 0})) {
+            out_of_memory = true;
+            return kNone;
+        }
+        slots_[i] = Slot{op, node};
+        *added = true;
+        return node;
+    }
+
+    // End of a node's out-edges, once they are grouped by node.
+    uint32_t edges_end(uint32_t node) const {
+        return node + 1 < nodes.size() ? nodes[node + 1].edge_begin
+                                       : static_cast<uint32_t>(edges.size());
+    }
+
+private:
+    struct Slot {
+        PyObject *key;  // NULL: empty
+        uint32_t node;
+    };
+
+    size_t slot_of(PyObject *op) const {
+        // Objects are 16-byte aligned; Fibonacci hashing spreads the rest.
+        uint64_t x = (reinterpret_cast<uintptr_t>(op) >> 4) * 0x9E3779B97F4A7C15ull;
+        return static_cast<size_t>(x >> shift_);
+    }
+
+    bool grow() {
+        size_t capacity = slots_.size() ? slots_.size() * 2 : 256;
+        PodArray<Slot> fresh;
+        if (!fresh.assign_zeroed(capacity)) {
+            return false;
+        }
+        set_capacity(capacity);
+        for (size_t n = 0; n < nodes.size(); n++) {
+            size_t i = slot_of(nodes[n].op);
+            while (fresh[i].key != nullptr) {
+                i = (i + 1) & mask_;
+            }
+            fresh[i] = Slot{nodes[n].op, static_cast<uint32_t>(n)};
+        }
+        slots_.swap(fresh);
+        return true;
+    }
+
+    void set_capacity(size_t capacity) {
+        int bits = 0;
+        while ((size_t{1} << bits) < capacity) {
+            bits++;
+        }
+        mask_ = capacity - 1;
+        shift_ = 64 - bits;
+    }
+
+    PodArray<Slot> slots_;
+    size_t mask_ = 0;
+    int shift_ = 64;
+    size_t limit_;
+};
+
+// Whether op may become a node. Leaves that cannot hold references (str, int:
+// not GC objects) and objects the collector always treats as live are never
+// nodes, so they cost nothing: a reference they hold is simply unexplained on
+// its target, which can only make the target live.
+//   - code objects are nodes although they are not GC containers (the point);
+//   - module objects and static types stay unexpanded (cheap, never garbage);
+//   - immortal objects (3.12+) have meaningless reference counts;
+//   - the Registry is never expanded: its references to holders are already
+//     counted as the virtual edges code -> holder.
+inline bool is_node_candidate(PyObject *op) {
+    if (PyCode_Check(op)) {
+        return !compat::is_immortal(op);
+    }
+    if (!compat::is_gc_object(op) || PyModule_Check(op) || Py_IS_TYPE(op, &RegistryType)) {
+        return false;
+    }
+    return !compat::is_immortal(op);
+}
+
+// Visits every reference op holds that the collector knows of: tp_traverse for
+// GC objects; for a code object its co_consts (nested code lives there) and the
+// virtual edge to its holder. Returns the holder of a code object, else NULL.
+inline Holder *visit_referents(PyObject *op, visitproc visit, void *arg) {
+    if (PyCode_Check(op)) {
+        visit(compat::code_consts(op), arg);
+        Holder *h = registry_holder_of(op);
+        if (h != nullptr) {
+            visit(reinterpret_cast<PyObject *>(h), arg);
+        }
+        return h;
+    }
+    Py_TYPE(op)->tp_traverse(op, visit, arg);
+    return nullptr;
+}
+
+}  // namespace coextra

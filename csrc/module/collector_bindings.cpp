@@ -1,0 +1,105 @@
+// collector_bindings.cpp -- the Python API of the cycle collector:
+// collect, set/get_auto_collect, set/get_budget, explain, and the collector's
+// keys in stats().
+#include <pybind11/pybind11.h>
+
+#include "../auto_collect.h"
+#include "../collector.h"
+#include "../explain.h"
+#include "../target.h"
+
+namespace py = pybind11;
+using namespace coextra;
+
+namespace {
+
+Py_ssize_t collect() {
+    Py_ssize_t detached = collector_collect_all();
+    if (detached < 0) {
+        throw py::error_already_set();
+    }
+    return detached;
+}
+
+void set_auto_collect(py::handle enabled) {
+    int truth = PyObject_IsTrue(enabled.ptr());
+    if (truth < 0 || auto_collect_set(truth != 0) < 0) {
+        throw py::error_already_set();
+    }
+}
+
+bool get_auto_collect() {
+    int enabled = auto_collect_get();
+    if (enabled < 0) {
+        throw py::error_already_set();
+    }
+    return enabled != 0;
+}
+
+void set_budget(py::handle nodes) {
+    if (!PyLong_Check(nodes.ptr()) || PyBool_Check(nodes.ptr())) {
+        throw py::type_error(std::string("coextra.set_budget: nodes must be an int, not '") +
+                             Py_TYPE(nodes.ptr())->tp_name + "'");
+    }
+    int overflow = 0;
+    long long value = PyLong_AsLongLongAndOverflow(nodes.ptr(), &overflow);
+    if (value == -1 && PyErr_Occurred()) {
+        throw py::error_already_set();
+    }
+    if (overflow != 0) {
+        value = overflow < 0 ? 0 : static_cast<long long>(kMaxBudget) + 1;
+    }
+    if (collector_set_budget(static_cast<Py_ssize_t>(value)) < 0) {
+        throw py::error_already_set();
+    }
+}
+
+py::list explain(py::handle obj) {
+    PyObject *code = code_of(obj.ptr());
+    if (code == nullptr) {
+        throw py::error_already_set();
+    }
+    PyObject *paths = explain_paths(code, collector_budget());
+    if (paths == nullptr) {
+        throw py::error_already_set();
+    }
+    return py::reinterpret_steal<py::list>(paths);
+}
+
+}  // namespace
+
+void add_collector_stats(py::dict &out) {
+    const CollectorStats &s = collector_stats();
+    out["collections"] = s.collections;
+    out["auto_collections"] = s.auto_collections;
+    out["detached_by_collector"] = s.detached_by_collector;
+    out["last_nodes"] = s.last_nodes;
+    out["last_seconds"] = s.last_seconds;
+    out["budget_exhausted"] = s.budget_exhausted;
+    out["auto_seconds"] = s.auto_seconds;
+    out["auto_full_collections"] = s.auto_full_collections;
+}
+
+void bind_collector(py::module_ &m) {
+    m.def("collect", &collect,
+          "collect() -> int\n\nRun the cycle collector over every holder now; returns how many\n"
+          "holders it detached because their code object was reachable only through\n"
+          "its own cache. Returns 0 at once when called while a collection runs.");
+    m.def("set_auto_collect", &set_auto_collect, py::arg("enabled"),
+          "set_auto_collect(enabled)\n\nAdd (True) or remove (False) coextra's automatic "
+          "collection\nin gc.callbacks. On by default.");
+    m.def("get_auto_collect", &get_auto_collect,
+          "get_auto_collect() -> bool\n\nWhether automatic collection is in gc.callbacks.");
+    m.def("set_budget", &set_budget, py::arg("nodes"),
+          "set_budget(nodes)\n\nThe most nodes one collection explores (an int >= 1). Nodes past\n"
+          "the budget are treated as live: a smaller budget only makes collection\n"
+          "more conservative.");
+    m.def("get_budget", &collector_budget, "get_budget() -> int\n\nThe collector's node budget.");
+    m.def("explain", &explain, py::arg("obj"),
+          "explain(obj) -> list[list]\n\nThe reference paths from the holder of obj's code back to\n"
+          "that code, each [holder, entry, product, ..., code], shortest first; [] when\n"
+          "there is none within the budget.");
+    if (auto_collect_set(true) < 0) {
+        throw py::error_already_set();
+    }
+}
