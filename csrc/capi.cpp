@@ -2,6 +2,8 @@
 // signatures to the core's Holder/Entry functions.
 #include "capi.h"
 
+#include "collector.h"
+
 #include "holder.h"
 #include "registry.h"
 
@@ -176,6 +178,7 @@ coextra_CAPI table = {
     api_detach,
     api_holder_code,
     api_closed,
+    collector_collect_all,
 };
 
 }  // namespace

@@ -320,6 +320,24 @@ TEST_F(CAPI, AProductReferencingItsCodeIsFreedOnceDetached) {
     py::module_::import("coextra").attr("set_auto_collect")(true);
 }
 
+TEST_F(CAPI, CollectDetachesAHolderWhoseCodeIsOnlyReachableThroughItsCache) {
+    py::object f = make_function("f");
+    py::object g = make_function("g");
+    py::object weakref = py::module_::import("weakref");
+    py::object f_alive = weakref.attr("ref")(f);
+    py::module_::import("coextra").attr("set_auto_collect")(false);  // only our call collects
+    Py_DECREF(COEXTRA_API->add(COEXTRA_API->ensure(code_ptr(f)), py::make_tuple(f).ptr(), nullptr));
+    Py_DECREF(COEXTRA_API->add(COEXTRA_API->ensure(code_ptr(g)), py::make_tuple(g).ptr(), nullptr));
+    f = py::none();  // g stays referenced from here: its cache must be kept
+    py::module_::import("gc").attr("collect")();
+    EXPECT_EQ(COEXTRA_API->collect(), 1);
+    py::module_::import("gc").attr("collect")();
+    EXPECT_TRUE(f_alive().is_none()) << "the collector freed the self-referencing cache";
+    EXPECT_NE(COEXTRA_API->holder_of(code_ptr(g)), nullptr);
+    EXPECT_EQ(coextra::collect(), 0) << "the C++ wrapper calls the same collector";
+    py::module_::import("coextra").attr("set_auto_collect")(true);
+}
+
 // A guard that detaches every holder, then reports how many holders exist.
 int detach_all_and_count(PyObject *, void *context) {
     py::module_::import("coextra").attr("reset")();

@@ -418,8 +418,6 @@ def test_products_referencing_their_code_are_freed_once_detached():
     assert code_alive() is None
 
 
-@pytest.mark.skipif(not hasattr(coextra, "collect"),
-                    reason="needs the cycle collector (coextra.collect), merged separately")
 def test_a_product_referencing_its_code_is_reclaimed_by_the_collector_once_the_function_is_gone():
     f = make_function()
     code_alive = weakref.ref(f.__code__)

@@ -152,6 +152,13 @@ typedef struct coextra_CAPI {
     /* 1 once interpreter teardown has started (ensure() then refuses new
      * holders: a backend should stop compiling), else 0. Never fails. */
     int (*closed)(void);
+
+    /* Runs the cycle collector over every holder now (coextra.collect()).
+     * Returns how many holders it detached because their code object was
+     * reachable only through its own cache, or -1 with an exception (out of
+     * memory). Detaching frees products, so it may run Python code and free
+     * any holder you borrowed. Returns 0 when called during a collection. */
+    Py_ssize_t (*collect)(void);
 } coextra_CAPI;
 
 /* The table, set by coextra_import(). By default one per translation unit

@@ -128,6 +128,10 @@ private:
     Ref holder_;
 };
 
+// Runs the cycle collector now; the number of holders it detached. Throws
+// nothing: -1 means an exception is set, as in the C API.
+inline Py_ssize_t collect() { return COEXTRA_API->collect(); }
+
 }  // namespace coextra
 
 #endif  // COEXTRA_COEXTRA_HPP
