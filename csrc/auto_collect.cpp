@@ -23,6 +23,14 @@ struct FullPassMarks {
 
 FullPassMarks last_full;
 
+// Young passes run on every interval-th GC pass (see auto_collect.h).
+struct YoungPace {
+    int interval = 1;
+    int waited = 0;
+};
+
+YoungPace young_pace;
+
 bool full_pass_due(const Registry *r) {
     uint64_t attached_since = r->attached_total - last_full.attached_total;
     // Relative to the smaller of then and now: once holders were detached in
@@ -82,9 +90,18 @@ PyObject *on_gc(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
         last_full.ended = Clock::now();
         last_full.seconds = collector_stats().last_seconds;
     } else {
-        Py_ssize_t young = collector_young_count();
-        if (young > 0) {
-            detached = collector_collect_young(kYoungNodesPerHolder * young + kYoungBaseNodes);
+        if (++young_pace.waited >= young_pace.interval) {
+            young_pace.waited = 0;
+            Py_ssize_t young = collector_young_count();
+            if (young > 0) {
+                Py_ssize_t seeds = young < kYoungMaxSeeds ? young : kYoungMaxSeeds;
+                detached = collector_collect_young(
+                    seeds, kYoungNodesPerHolder * seeds + kYoungBaseNodes);
+                young_pace.interval = detached != 0 ? 1
+                                      : young_pace.interval < kYoungMaxInterval
+                                          ? young_pace.interval * 2
+                                          : kYoungMaxInterval;
+            }
         }
     }
     if (detached < 0) {

@@ -6,7 +6,11 @@
 //     the previous pass, with a small node budget (kYoungNodesPerHolder per
 //     seed plus kYoungBaseNodes): caches that die young are dropped at the
 //     rhythm of the GC itself, and the cost follows the attachment rate, not
-//     the number of live holders;
+//     the number of live holders. Young passes back off while they find
+//     nothing (a program whose caches stay live): after each empty one the
+//     next waits for twice as many GC passes, up to kYoungMaxInterval, and is
+//     seeded with the newest kYoungMaxSeeds holders only (the others are left
+//     to full passes). One that detaches something resets the pace;
 //   - generation 2: a full pass when holders numbering at least a quarter of
 //     those attached after the last full pass (or of those attached now, if
 //     fewer) have been attached since -- CPython's own rule for its oldest
@@ -25,6 +29,8 @@ namespace coextra {
 
 constexpr Py_ssize_t kYoungNodesPerHolder = 64;
 constexpr Py_ssize_t kYoungBaseNodes = 4096;
+constexpr int kYoungMaxInterval = 64;
+constexpr Py_ssize_t kYoungMaxSeeds = 1024;
 constexpr double kFullPassPause = 32.0;
 
 // Adds (enabled) or removes (disabled) coextra's callback in gc.callbacks.

@@ -440,12 +440,14 @@ Py_ssize_t collector_young_count() {
     return static_cast<Py_ssize_t>(attached_since < size ? attached_since : size);
 }
 
-Py_ssize_t collector_collect_young(Py_ssize_t node_budget) {
+Py_ssize_t collector_collect_young(Py_ssize_t max_seeds, Py_ssize_t node_budget) {
     Registry *r = registry_get();
     if (r == nullptr) {
         return -1;
     }
-    size_t first = r->holders.size() - static_cast<size_t>(collector_young_count());
+    Py_ssize_t young = collector_young_count();
+    size_t seeds = static_cast<size_t>(young < max_seeds ? young : max_seeds);
+    size_t first = r->holders.size() - seeds;  // the newest: the likeliest to die young
     Py_ssize_t budget = node_budget < state.budget ? node_budget : state.budget;
     return run_pass(first, static_cast<size_t>(budget < 1 ? 1 : budget), /*automatic=*/true);
 }

@@ -40,10 +40,11 @@ const CollectorStats &collector_stats();
 Py_ssize_t collector_collect_all();
 
 // Automatic collection (auto_collect.cpp): a full pass, or one seeded with the
-// holders attached since the previous pass (approximately: see collector.cpp)
-// that adds at most `node_budget` nodes. Never more than the global budget.
+// newest of the holders attached since the previous pass (at most max_seeds
+// of them; the others are left to full passes) that adds at most
+// `node_budget` nodes. Never more than the global budget.
 Py_ssize_t collector_collect_auto_full();
-Py_ssize_t collector_collect_young(Py_ssize_t node_budget);
+Py_ssize_t collector_collect_young(Py_ssize_t max_seeds, Py_ssize_t node_budget);
 
 // Holders attached since the previous pass (the seeds of collector_collect_young).
 Py_ssize_t collector_young_count();
