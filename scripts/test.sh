@@ -28,6 +28,10 @@ for venv in .venv/py3.*; do
         "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/python
 done
 
+# Leak harness (issue 5, docs/readme-leaks.md): valgrind, refleak and planted-leak
+# checks in their quick forms; `make leakcheck` runs the full ones.
+run "leak harness (quick)" scripts/leakcheck.sh quick
+
 echo
 for name in "${failures[@]}"; do
     echo "FAILED: $name"

@@ -131,13 +131,19 @@ def asan_runtime() -> str:
     return out
 
 
-def asan_environment() -> dict[str, str]:
+def lsan_suppressions(version: str) -> str:
+    """The file for this CPython version if there is one, else the common one."""
+    directory = os.path.join(REPO, "tests", "sanitizers")
+    specific = os.path.join(directory, f"lsan-{version}.supp")
+    return specific if os.path.exists(specific) else os.path.join(directory, "lsan.supp")
+
+
+def asan_environment(version: str) -> dict[str, str]:
     return {
         "LD_PRELOAD": asan_runtime(),
         "ASAN_OPTIONS": f"detect_leaks=1:exitcode={CHECKER_EXIT_CODE}:abort_on_error=0"
                         ":detect_odr_violation=0:strict_init_order=1",
-        "LSAN_OPTIONS": f"suppressions={os.path.join(REPO, 'tests', 'sanitizers', 'lsan.supp')}"
-                        ":print_suppressions=0",
+        "LSAN_OPTIONS": f"suppressions={lsan_suppressions(version)}:print_suppressions=0",
         "UBSAN_OPTIONS": f"print_stacktrace=1:halt_on_error=1:exitcode={CHECKER_EXIT_CODE}",
     }
 
@@ -205,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     env.update(PYTHONMALLOC="malloc", PYTHONDONTWRITEBYTECODE="1",
                PYTHONPATH=os.pathsep.join([os.path.abspath(args.pythonpath), HERE]))
     if args.tool == "asan":
-        env.update(asan_environment())
+        env.update(asan_environment(version))
     log_dir = os.path.join(REPO, "build", "leakcheck", f"{args.tool}-py{version}")
     os.makedirs(log_dir, exist_ok=True)
 
@@ -227,4 +233,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--lsan-suppressions"]:  # for scripts/asan.sh: print the file
+        print(lsan_suppressions(sys.argv[2]))
+        sys.exit(0)
     sys.exit(main())
