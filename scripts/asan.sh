@@ -12,13 +12,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-versions=()
-while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do
-    versions+=("$1")
-    shift
-done
-[ "${1:-}" = "--" ] && shift
-[ "${#versions[@]}" -eq 0 ] && versions=(3.11)
+source scripts/versions_args.sh
+parse_versions 3.11 :: "$@"
+set -- "${rest[@]}"
 [ "$#" -eq 0 ] && set -- --tier full
 
 # What every sanitized process gets (the scenario runner sets its own, the same).

@@ -10,13 +10,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-versions=()
-while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do
-    versions+=("$1")
-    shift
-done
-[ "${1:-}" = "--" ] && shift
-[ "${#versions[@]}" -eq 0 ] && versions=(3.11 3.12)
+source scripts/versions_args.sh
+parse_versions 3.11 3.12 :: "$@"
+set -- "${rest[@]}"
 
 if ! command -v valgrind >/dev/null; then
     echo "valgrind is not installed (scripts/bootstrap.sh installs it)" >&2
