@@ -51,7 +51,7 @@ mapfile -t full_versions < <(available 3.11 3.12)
 [ "${#full_versions[@]}" -eq 0 ] && full_versions=("$first_version")
 
 planted_checks() {
-    PYTHONPATH="$PWD/python" ".venv/py$1/bin/python" -m pytest -q -p no:cacheprovider -rs tests/leakcheck
+    PYTHONPATH="$PWD/python" COEXTRA_LEAKCHECK_ASAN=${LEAKCHECK_ASAN:-0} ".venv/py$1/bin/python" -m pytest -q -p no:cacheprovider -rs tests/leakcheck
 }
 
 case "${1:-quick}" in
@@ -68,6 +68,7 @@ case "${1:-quick}" in
         step "ASan+UBSan+LSan: C++ suite and all scenarios (CPython ${full_versions[*]})" \
             scripts/asan.sh "${full_versions[@]}"
         step "refleak: whole Python suite (debug CPython)" scripts/refleak.sh tests/python
+        LEAKCHECK_ASAN=1  # the ASan builds were just made above
         for v in "${full_versions[@]}"; do
             step "planted leaks are caught (CPython $v)" planted_checks "$v"
         done

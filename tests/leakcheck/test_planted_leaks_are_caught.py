@@ -9,9 +9,9 @@ tests/refleak/planted/) is run through its harness exactly as `make test` and
   blocks, a read of freed memory as an invalid read;
 - refleak (scripts/refleak.sh, debug interpreter): the naive twin and an injected
   reference leak as references and blocks that grow on every run;
-- ASan/LSan (tests/scenarios/run.py --tool asan) when scripts/asan.sh has built
-  build/asan-py3.X: the leaks as LeakSanitizer reports, the read as
-  heap-use-after-free.
+- ASan/LSan (tests/scenarios/run.py --tool asan), in `make leakcheck` only (after
+  scripts/asan.sh has built build/asan-py3.X): the leaks as LeakSanitizer
+  reports, the read as heap-use-after-free.
 
 Run with the interpreter under test: python -m pytest tests/leakcheck
 """
@@ -98,9 +98,11 @@ def test_planted_refleak_tests_skip_unless_selected_explicitly():
 
 # --- AddressSanitizer / LeakSanitizer -----------------------------------------------
 
+# scripts/leakcheck.sh full sets COEXTRA_LEAKCHECK_ASAN=1 right after scripts/asan.sh
+# has (re)built build/asan-py3.X, so a stale sanitized build is never what is tested.
 needs_asan_build = pytest.mark.skipif(
-    not os.path.isdir(os.path.join(ASAN_PACKAGE, "coextra")),
-    reason=f"no sanitized build in build/asan-py{VERSION} (scripts/asan.sh {VERSION} makes it)",
+    os.environ.get("COEXTRA_LEAKCHECK_ASAN") != "1" or not os.path.isdir(ASAN_PACKAGE),
+    reason=f"ASan checks run in `make leakcheck` (scripts/asan.sh {VERSION} builds build/asan-py{VERSION})",
 )
 
 
