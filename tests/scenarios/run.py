@@ -123,12 +123,21 @@ def valgrind_verdict(rc: int, log_text: str) -> Outcome | None:
 
 def asan_runtime() -> str:
     """The ASan runtime the extension was built against (clang's), for LD_PRELOAD:
-    the interpreter itself is not instrumented, so it must come first."""
-    out = subprocess.run(["clang", "-print-file-name=libclang_rt.asan-x86_64.so"],
-                         capture_output=True, text=True, check=True).stdout.strip()
-    if not os.path.isabs(out) or not os.path.exists(out):
-        raise SystemExit("clang's ASan runtime is missing: install libclang-rt-<clang major>-dev")
-    return out
+    the interpreter itself is not instrumented, so it must come first. clang 14
+    (Debian 12) names it libclang_rt.asan-x86_64.so; clang 19 (Debian 13) keeps it
+    as libclang_rt.asan.so in a per-target runtime directory."""
+    def clang(*args: str) -> str:
+        return subprocess.run(["clang", *args], capture_output=True, text=True).stdout.strip()
+
+    runtime_dir = clang("-print-runtime-dir")
+    candidates = [clang("-print-file-name=libclang_rt.asan-x86_64.so"),
+                  clang("-print-file-name=libclang_rt.asan.so"),
+                  os.path.join(runtime_dir, "libclang_rt.asan.so"),
+                  os.path.join(runtime_dir, "libclang_rt.asan-x86_64.so")]
+    for path in candidates:
+        if os.path.isabs(path) and os.path.exists(path):
+            return path
+    raise SystemExit("clang's ASan runtime is missing: install libclang-rt-<clang major>-dev")
 
 
 def lsan_suppressions(version: str) -> str:
