@@ -229,7 +229,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python", required=True, help="the interpreter to run the scenarios with")
     parser.add_argument("--pythonpath", default=os.path.join(REPO, "python"),
                         help="where the coextra package under test is (default: python/)")
-    parser.add_argument("--tier", default="quick", help="quick, full or planted (default: quick)")
+    parser.add_argument("--tier", default="quick", choices=["quick", "full", "planted"],
+                        help="which scenarios of LIST to run when no names are given (default: quick)")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per scenario")
     parser.add_argument("names", nargs="*", help="run these scenarios (any tier) instead")
     args = parser.parse_args(argv)
