@@ -20,6 +20,12 @@ demo: build
 bench: build
 	@scripts/bench.sh
 
+# The full leak harness (docs/readme-leaks.md): valgrind on 3.11 and 3.12, ASan+UBSan+LSan,
+# refleak hunting on the debug interpreter, planted-leak checks.
+.PHONY: leakcheck
+leakcheck: build
+	@scripts/leakcheck.sh full
+
 clean:
 	rm -rf build python/coextra/*.so
 	rm -rf tests/python/_ext

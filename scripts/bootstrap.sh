@@ -94,5 +94,26 @@ make_venvs() {
     fi
 }
 
+# Refleak hunting (tests/refleak/) needs Debian's debug interpreter, which has
+# sys.gettotalrefcount; its venv is .venv/dbg (no pyperf/psutil: not needed there).
+make_debug_venv() {
+    local python
+    python=$(debug_python_package)
+    [ -n "$python" ] && command -v "$python" >/dev/null || return 0
+    local venv=.venv/dbg stamp_value=dbg-1
+    if [ ! -x "$venv/bin/python" ]; then
+        log "creating $venv from $python"
+        "$python" -m venv "$venv"
+    fi
+    if [ "$(cat "$venv/.requirements" 2>/dev/null)" != "$stamp_value" ]; then
+        log "installing Python packages into $venv"
+        # The debug interpreter reports pip's unclosed files; they are not ours.
+        PYTHONWARNINGS=ignore::ResourceWarning quiet_pip "$venv" --upgrade pip
+        PYTHONWARNINGS=ignore::ResourceWarning quiet_pip "$venv" "pybind11>=2.13" pytest hypothesis
+        echo "$stamp_value" > "$venv/.requirements"
+    fi
+}
+
 install_debian_packages
 make_venvs
+make_debug_venv

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# AddressSanitizer + UndefinedBehaviorSanitizer + LeakSanitizer over coextra.
+# For each given CPython (default 3.11): builds with clang and -DCOEXTRA_SANITIZE=ON
+# into build/asan-py3.X (the module goes to build/asan-py3.X/python/coextra with a
+# copy of the package's Python files, so the normal build in python/coextra is
+# untouched), then runs
+#   1. the C++ suite (ctest; the runtime is linked into the test binary),
+#   2. the leak scenarios of the given tier (default "full": includes the whole
+#      pytest suite) with the ASan runtime preloaded into the interpreter
+#      (tests/scenarios/run.py --tool asan).
+# Fails on any sanitizer report. Usage: scripts/asan.sh [3.X ...] [-- run.py args]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+source scripts/versions_args.sh
+parse_versions 3.11 :: "$@"
+set -- "${rest[@]}"
+[ "$#" -eq 0 ] && set -- --tier full
+
+# What every sanitized process gets (the scenario runner sets its own, the same).
+export PYTHONMALLOC=malloc
+export ASAN_OPTIONS="detect_leaks=1:exitcode=99"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:exitcode=99"
+
+build_sanitized() {
+    local version=$1 build=build/asan-py$1
+    local module_dir=$PWD/$build/python/coextra
+    if [ ! -f "$build/CMakeCache.txt" ]; then
+        cmake -S . -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+            -DCOEXTRA_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DCOEXTRA_MODULE_DIR="$module_dir" \
+            -DPython_EXECUTABLE="$PWD/.venv/py$version/bin/python" >/dev/null || return 1
+    fi
+    echo "[asan] building $build"
+    cmake --build "$build" -j 2 -- --no-print-directory | grep -E "error|warning"
+    test "${PIPESTATUS[0]}" -eq 0 || return 1
+    # The package's Python files beside the sanitized module (not the .so files).
+    (cd python && find coextra -type f ! -name '*.so' ! -path '*__pycache__*' \
+        -exec cp --parents {} "../$build/python/" \;)
+    # The module really is instrumented, and it is the one that gets imported.
+    local reports
+    reports=$(nm -D "$module_dir"/_coextra*.so | grep -c __asan_report_load)
+    [ "$reports" -gt 0 ] || {
+        echo "[asan] $module_dir has no ASan instrumentation" >&2
+        return 1
+    }
+}
+
+status=0
+for version in "${versions[@]}"; do
+    python=.venv/py$version/bin/python
+    if [ ! -x "$python" ]; then
+        echo "no $python: CPython $version is not set up here (scripts/bootstrap.sh)" >&2
+        status=1
+        continue
+    fi
+    build_sanitized "$version" || { status=1; continue; }
+    echo "[asan] ctest (CPython $version)"
+    LSAN_OPTIONS="suppressions=$(python3 tests/scenarios/run.py --lsan-suppressions "$version"):print_suppressions=0" \
+        ctest --test-dir "build/asan-py$version" --output-on-failure | tail -3
+    test "${PIPESTATUS[0]}" -eq 0 || status=1
+    "$python" tests/scenarios/run.py --tool asan --python "$python" \
+        --pythonpath "build/asan-py$version/python" "$@" || status=1
+done
+exit $status
