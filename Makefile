@@ -20,7 +20,7 @@ demo: build
 bench: build
 	@scripts/bench.sh
 
-# The full leak harness (docs/readme-leaks.md): valgrind on 3.11 and 3.12, ASan+UBSan+LSan,
+# The full leak harness (docs/leak-checks.md): valgrind on 3.11 and 3.12, ASan+UBSan+LSan,
 # refleak hunting on the debug interpreter, planted-leak checks.
 .PHONY: leakcheck
 leakcheck: build

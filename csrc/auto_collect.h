@@ -1,7 +1,7 @@
 // auto_collect.h -- automatic collection, driven by gc.callbacks.
 //
 // Policy (measured in bench/bench_collector.py, explained in
-// docs/readme-collector.md). At the "start" of every CPython GC pass:
+// docs/collector.md). At the "start" of every CPython GC pass:
 //   - generation 0 or 1: a young pass, seeded with the holders attached since
 //     the previous pass, with a small node budget (kYoungNodesPerHolder per
 //     seed plus kYoungBaseNodes): caches that die young are dropped at the

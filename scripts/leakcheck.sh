@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The leak harness (docs/readme-leaks.md) in two sizes:
+# The leak harness (docs/leak-checks.md) in two sizes:
 #
 #   scripts/leakcheck.sh quick   what `make test` runs (a few minutes): valgrind
 #                                over the quick scenarios on one CPython (3.11 if

@@ -1,6 +1,6 @@
 /* example_backend.c -- a complete native backend on coextra's C API, in C.
  *
- * It is the example of docs/readme-capi.md and is built by CMake from the
+ * It is the example of docs/c-api.md and is built by CMake from the
  * public header alone (it does not link against coextra), exactly as a
  * third-party extension is; tests/python/test_capi.py imports and uses it.
  *

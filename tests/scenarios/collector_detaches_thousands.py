@@ -5,10 +5,7 @@ import gc
 import weakref
 
 import coextra
-from _scenario import check, fresh_function, skip
-
-if not hasattr(coextra, "collect"):
-    skip("coextra.collect() is not built on this branch")
+from _scenario import check, fresh_function
 
 N = 3000
 refs = []

@@ -1,14 +1,8 @@
 """The evalframe backend still enabled when the interpreter exits, with products
 that reference their code cached for many frames."""
 
-import importlib.util
-
-from _scenario import check, fresh_function, skip
-
-if importlib.util.find_spec("coextra.evalframe") is None:
-    skip("coextra.evalframe is not built on this branch")
-
-import coextra.evalframe as evalframe  # noqa: E402
+import coextra.evalframe as evalframe
+from _scenario import check, fresh_function
 
 compiled = []
 
