@@ -29,9 +29,10 @@ TARGET_BYTES = 160
 # (name, setup, cache one product on `code`); the first is the reference.
 STORES = {
     "coextra: holder + 1 entry (coextra.attach)": (
-        "import coextra", "coextra.attach(code, product)"),
+        "import coextra\ncoextra.set_auto_collect(False)", "coextra.attach(code, product)"),
     "coextra: each further entry (Holder.add)": (
-        "import coextra\nfor code in codes: coextra.attach(code, product)",
+        "import coextra\ncoextra.set_auto_collect(False)\n"
+        "for code in codes: coextra.attach(code, product)",
         "coextra.holder(code).add(product)"),
     "WeakKeyDictionary[code] = product": (
         "import weakref\ntable = weakref.WeakKeyDictionary()", "table[code] = product"),

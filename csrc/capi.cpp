@@ -89,8 +89,9 @@ PyObject *api_front(PyObject *holder) {
     if (h->size == 0) {
         return nullptr;
     }
-    as_entry(h->items[0])->hits++;
-    return h->items[0];
+    PyObject *front = holder_items(h)[0];
+    as_entry(front)->hits++;
+    return front;
 }
 
 int api_lookup(PyObject *holder, coextra_guard match, void *context, PyObject **found) {

@@ -79,11 +79,9 @@ struct Pass {
     }
 };
 
-// The memory of the previous pass, reused (only one pass runs at a time).
-// After a full pass that needed less than an eighth of it, it is given back,
-// so a program whose caches shrank does not keep the largest graph forever.
+// The memory of the previous young pass, reused (only one pass runs at a
+// time). A full pass gives its memory back when it ends (see run_pass).
 Pass retained;
-constexpr size_t kRetainedSlack = 8;
 
 // The __dict__ of every module in sys.modules, sorted by address: a pass never
 // expands them (a module's globals are live while it is imported, and large).
@@ -397,8 +395,10 @@ Py_ssize_t run_pass(size_t first, size_t node_budget, bool automatic) {
         state.stats.detached_by_collector += static_cast<uint64_t>(detached);
     }
     state.stats.last_nodes = pass.graph.explored();
-    if (first == 0 &&
-        pass.graph.explored() * sizeof(GraphNode) * kRetainedSlack < pass.memory_bytes()) {
+    // A full pass's arrays are sized for every holder (about 100 bytes per
+    // live holder); keeping them between the rare full passes would double
+    // what a holder costs (bench/bench_memory.py). Young passes keep theirs.
+    if (first == 0) {
         pass.release_memory();
     }
     std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - started;

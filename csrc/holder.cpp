@@ -9,31 +9,45 @@
 namespace coextra {
 
 // ---------------------------------------------------------------------------
-// Storage. `items` is a plain array: holders usually have one or a few entries,
-// so an array is both the smallest layout (one 16-byte block for one entry) and
-// the fastest to scan; moving a hit to the front is a short memmove.
+// Storage. The entries are a plain array: holders usually have one or a few
+// entries, so an array is the smallest layout (and for one entry, no separate
+// block at all: see Holder::items) and the fastest to scan; moving a hit to the
+// front is a short memmove.
 
 static int reserve(Holder *h, uint32_t wanted) {
     if (wanted <= h->capacity) {
         return 0;
     }
-    uint32_t capacity = h->capacity ? h->capacity * 2 : 1;
+    if (wanted == 1) {
+        h->capacity = 1;  // the inline slot
+        return 0;
+    }
+    uint32_t capacity = h->capacity > 1 ? h->capacity * 2 : 2;
     while (capacity < wanted) {
         capacity *= 2;
     }
-    auto *items = static_cast<PyObject **>(PyMem_Realloc(h->items, capacity * sizeof(PyObject *)));
-    if (items == nullptr) {
+    PyObject **many;
+    if (h->capacity > 1) {
+        many = static_cast<PyObject **>(PyMem_Realloc(h->items.many, capacity * sizeof(PyObject *)));
+    } else {
+        many = static_cast<PyObject **>(PyMem_Malloc(capacity * sizeof(PyObject *)));
+        if (many != nullptr && h->size == 1) {
+            many[0] = h->items.one;
+        }
+    }
+    if (many == nullptr) {
         PyErr_NoMemory();
         return -1;
     }
-    h->items = items;
+    h->items.many = many;
     h->capacity = capacity;
     return 0;
 }
 
-static Py_ssize_t index_of(const Holder *h, const Entry *entry) {
+static Py_ssize_t index_of(Holder *h, const Entry *entry) {
+    PyObject **items = holder_items(h);
     for (uint32_t i = 0; i < h->size; i++) {
-        if (h->items[i] == reinterpret_cast<const PyObject *>(entry)) {
+        if (items[i] == reinterpret_cast<const PyObject *>(entry)) {
             return i;
         }
     }
@@ -42,8 +56,9 @@ static Py_ssize_t index_of(const Holder *h, const Entry *entry) {
 
 // Takes items[i] out of the array and returns the reference the array held.
 static PyObject *take_at(Holder *h, uint32_t i) {
-    PyObject *taken = h->items[i];
-    std::memmove(&h->items[i], &h->items[i + 1], (h->size - i - 1) * sizeof(PyObject *));
+    PyObject **items = holder_items(h);
+    PyObject *taken = items[i];
+    std::memmove(&items[i], &items[i + 1], (h->size - i - 1) * sizeof(PyObject *));
     h->size--;
     return taken;
 }
@@ -63,7 +78,7 @@ Holder *holder_new() {
         return nullptr;
     }
     h->code = nullptr;
-    h->items = nullptr;
+    h->items.many = nullptr;
     h->size = 0;
     h->capacity = 0;
     h->max_entries = 0;
@@ -82,8 +97,9 @@ Entry *holder_add(Holder *h, PyObject *product, PyObject *guard) {
         Py_DECREF(entry);
         return nullptr;
     }
-    std::memmove(&h->items[1], &h->items[0], h->size * sizeof(PyObject *));
-    h->items[0] = Py_NewRef(reinterpret_cast<PyObject *>(entry));
+    PyObject **items = holder_items(h);
+    std::memmove(&items[1], &items[0], h->size * sizeof(PyObject *));
+    items[0] = Py_NewRef(reinterpret_cast<PyObject *>(entry));
     h->size++;
     evict_beyond_bound(h);
     return entry;
@@ -106,8 +122,9 @@ int holder_lookup(Holder *h, EntryMatcher match, void *context, Entry **found) {
             return -1;
         }
     }
+    PyObject **items = holder_items(h);
     for (uint32_t i = 0; i < n; i++) {
-        snapshot[i] = Py_NewRef(h->items[i]);
+        snapshot[i] = Py_NewRef(items[i]);
     }
     int result = 0;
     for (uint32_t i = 0; i < n && result == 0; i++) {
@@ -123,8 +140,9 @@ int holder_lookup(Holder *h, EntryMatcher match, void *context, Entry **found) {
         // The hit may have moved, or left the holder, while matchers ran.
         Py_ssize_t at = index_of(h, hit);
         if (at > 0) {
-            std::memmove(&h->items[1], &h->items[0], at * sizeof(PyObject *));
-            h->items[0] = reinterpret_cast<PyObject *>(hit);
+            PyObject **now = holder_items(h);
+            std::memmove(&now[1], &now[0], at * sizeof(PyObject *));
+            now[0] = reinterpret_cast<PyObject *>(hit);
         }
     }
     for (uint32_t i = 0; i < n; i++) {
@@ -148,15 +166,19 @@ int holder_remove(Holder *h, Entry *entry) {
 void holder_clear(Holder *h) {
     // Detach the whole array first: dropping the references may run __del__
     // methods that use this holder again, and they must find it empty.
-    PyObject **items = h->items;
+    PyObject *one = h->items.one;
+    bool on_heap = h->capacity > 1;
+    PyObject **items = on_heap ? h->items.many : &one;
     uint32_t size = h->size;
-    h->items = nullptr;
+    h->items.many = nullptr;
     h->size = 0;
     h->capacity = 0;
     for (uint32_t i = 0; i < size; i++) {
         Py_DECREF(items[i]);
     }
-    PyMem_Free(items);
+    if (on_heap) {
+        PyMem_Free(items);
+    }
 }
 
 void holder_set_max_entries(Holder *h, uint32_t max_entries) {
@@ -169,8 +191,9 @@ PyObject *holder_entries(Holder *h) {
     if (list == nullptr) {
         return nullptr;
     }
+    PyObject **items = holder_items(h);
     for (uint32_t i = 0; i < h->size; i++) {
-        PyList_SET_ITEM(list, i, Py_NewRef(h->items[i]));
+        PyList_SET_ITEM(list, i, Py_NewRef(items[i]));
     }
     return list;
 }
@@ -190,8 +213,9 @@ PyObject *holder_entries(Holder *h) {
 
 static int holder_traverse(PyObject *op, visitproc visit, void *arg) {
     Holder *h = reinterpret_cast<Holder *>(op);
+    PyObject **items = holder_items(h);
     for (uint32_t i = 0; i < h->size; i++) {
-        Py_VISIT(h->items[i]);
+        Py_VISIT(items[i]);
     }
     return 0;
 }

@@ -26,14 +26,26 @@ struct Holder {
     // the holder before the code object is freed (co_extra free function), so
     // the pointer never dangles while it is non-NULL.
     PyObject *code;
-    PyObject **items;        // owned references to Entry objects, MRU first
-    uint32_t size;           // entries in items
-    uint32_t capacity;       // allocated slots in items
+    // Owned references to the Entry objects, most recently used first; use
+    // holder_items(). Most holders have one entry, so room for one lives in the
+    // holder itself and an array is allocated only from the second entry on:
+    // that saves a 16-byte block per holder (see bench/bench_memory.py).
+    union {
+        PyObject **many;  // capacity > 1: a PyMem array of `capacity` slots
+        PyObject *one;    // capacity <= 1: the slot itself
+    } items;
+    uint32_t size;           // entries held
+    uint32_t capacity;       // slots available
     uint32_t max_entries;    // 0: unbounded
     uint32_t registry_slot;  // index in the registry's holder table while attached
 };
 
 extern PyTypeObject HolderType;
+
+// The entry slots of h, [0, h->size) in use. Valid until h next changes.
+inline PyObject **holder_items(Holder *h) {
+    return h->capacity > 1 ? h->items.many : &h->items.one;
+}
 
 inline bool holder_check(PyObject *op) { return Py_IS_TYPE(op, &HolderType); }
 inline bool holder_attached(const Holder *h) { return h->code != nullptr; }

@@ -28,9 +28,20 @@ test "${PIPESTATUS[0]}" -eq 0 || exit 1
 (cd python && find coextra -type f ! -name '*.so' ! -path '*__pycache__*' \
     -exec cp --parents {} "../$build/python/" \;)
 
+# The headers, where an installed package has them (coextra.get_include()).
+mkdir -p "$build/python/coextra/include" && cp -r csrc/include/coextra "$build/python/coextra/include/"
+
 [ "$#" -eq 0 ] && set -- tests/python
-# That test shows the naive twin leaking, on purpose: the harness would (rightly)
-# report it (tests/refleak/planted/ holds the twin that proves the harness works).
+# Not measured here (and the callers in scripts/leakcheck.sh add -k "not naive":
+# the naive-store controls leak on purpose; tests/leakcheck asserts that this
+# harness catches such a twin):
+# - modules whose tests only run child processes (nothing to measure here);
+# - test_capi.py: under Debian's 3.11 debug interpreter, sys.gettotalrefcount()
+#   moves by a constant +-1 per call into the separately built test extension
+#   (even for a call that only returns None) while no object's reference count
+#   changes; see docs/leak-checks.md. The C API runs under valgrind and ASan.
 PYTHONPATH="$PWD/$build/python:$PWD/tests/refleak" exec "$python" -m pytest -q \
     -p no:cacheprovider -p refleak_plugin \
-    --deselect tests/python/test_lifetime.py::test_naive_twin_leaks_the_self_referencing_cycle "$@"
+    --ignore tests/python/test_capi.py --ignore tests/python/test_exit.py \
+    --ignore tests/python/test_stress.py --ignore tests/python/test_packaging.py \
+    --ignore tests/python/test_interpreters.py --ignore tests/python/test_readme.py "$@"

@@ -75,13 +75,13 @@ TEST_F(Core, LookupFindsMatchMovesItToFrontAndCountsHits) {
     Py_DECREF(holder_add(h, a.ptr(), nullptr));
     Py_DECREF(holder_add(h, b.ptr(), nullptr));
     ASSERT_EQ(h->size, 2u);
-    EXPECT_EQ(reinterpret_cast<Entry *>(h->items[0])->product, b.ptr()) << "MRU first";
+    EXPECT_EQ(reinterpret_cast<Entry *>(holder_items(h)[0])->product, b.ptr()) << "MRU first";
 
     Entry *found = nullptr;
     ASSERT_EQ(holder_lookup(h, product_equals, a.ptr(), &found), 1);
     EXPECT_EQ(found->product, a.ptr());
     EXPECT_EQ(found->hits, 1u);
-    EXPECT_EQ(h->items[0], reinterpret_cast<PyObject *>(found)) << "a hit moves to the front";
+    EXPECT_EQ(holder_items(h)[0], reinterpret_cast<PyObject *>(found)) << "a hit moves to the front";
     Py_DECREF(found);
 
     py::object c = py::str("c");
@@ -157,8 +157,8 @@ TEST_F(Core, EvictionDropsTheLeastRecentlyUsedEntry) {
     int64_t entries = live_counts.entries;
     Py_DECREF(holder_add(h, p3.ptr(), nullptr));
     ASSERT_EQ(h->size, 2u);
-    EXPECT_EQ(reinterpret_cast<Entry *>(h->items[0])->product, p3.ptr());
-    EXPECT_EQ(reinterpret_cast<Entry *>(h->items[1])->product, p1.ptr());
+    EXPECT_EQ(reinterpret_cast<Entry *>(holder_items(h)[0])->product, p3.ptr());
+    EXPECT_EQ(reinterpret_cast<Entry *>(holder_items(h)[1])->product, p1.ptr());
     EXPECT_EQ(live_counts.entries, entries) << "the evicted entry was freed";
     holder_set_max_entries(h, 1);
     EXPECT_EQ(h->size, 1u);
@@ -238,7 +238,7 @@ TEST_F(Core, ProductDelCallingBackDuringEvictionClearAndDetach) {
     ASSERT_NE(fresh, nullptr);
     EXPECT_EQ(fresh->code, code);
     ASSERT_EQ(fresh->size, 1u);
-    EXPECT_EQ(reinterpret_cast<Entry *>(fresh->items[0])->product, Py_None);
+    EXPECT_EQ(reinterpret_cast<Entry *>(holder_items(fresh)[0])->product, Py_None);
     EXPECT_EQ(attached_count(), 1u);
     EXPECT_FALSE(PyErr_Occurred());
 }

@@ -7,6 +7,9 @@ import weakref
 import coextra
 from _scenario import check, fresh_function
 
+# The explicit collect() below must find all of them: no automatic collection.
+coextra.set_auto_collect(False)
+
 N = 3000
 refs = []
 for i in range(N):

@@ -11,6 +11,9 @@ import posixpath
 import coextra
 from _scenario import check, fresh_function
 
+# Every holder must still be attached at exit: no automatic collection.
+coextra.set_auto_collect(False)
+
 N = 2000
 
 for target in (posixpath.join, posixpath.dirname, posixpath.split, genericpath.exists):
