@@ -6,7 +6,8 @@ Creates n code objects first (code.replace, so they cost nothing later), then
 caches one shared product on each and measures what the caching allocated:
 
 * tracemalloc: every block CPython's allocators handed out (the holder, the
-  entry, the holder's item array, the code object's co_extra array), exactly;
+  entry, the code object's co_extra array; a holder keeps its first entry
+  inline, so an item array appears only from the second entry on), exactly;
 * RSS: everything, including the registry's std::vector of holders (allocated
   with operator new, which tracemalloc does not see), at page granularity.
 
@@ -28,8 +29,10 @@ TARGET_BYTES = 160
 
 # (name, setup, cache one product on `code`); the first is the reference.
 STORES = {
-    "coextra: holder + 1 entry (coextra.attach)": (
+    "coextra: holder + 1 entry (coextra.attach, automatic collection off)": (
         "import coextra\ncoextra.set_auto_collect(False)", "coextra.attach(code, product)"),
+    "coextra: holder + 1 entry, automatic collection on (the default)": (
+        "import coextra", "coextra.attach(code, product)"),
     "coextra: each further entry (Holder.add)": (
         "import coextra\ncoextra.set_auto_collect(False)\n"
         "for code in codes: coextra.attach(code, product)",
@@ -80,7 +83,7 @@ def analytical() -> dict:
     entry = coextra.attach(code, None)
     holder = coextra.holder(code)
     sizes = {"Holder (sys.getsizeof)": sys.getsizeof(holder), "Entry (sys.getsizeof)": sys.getsizeof(entry),
-             "holder item array, 1 slot": 8, "registry slot (std::vector)": 8}
+             "code's co_extra array (CPython)": 16, "registry slot (std::vector)": 8}
     coextra.reset()
     return sizes
 
