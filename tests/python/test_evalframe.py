@@ -495,3 +495,32 @@ def test_a_dataclass_heavy_workload_gives_identical_results_under_the_backend():
     assert s["compiles"] > 60 * 3, "the generated methods were compiled"
     assert s["hits"] > s["compiles"]
     assert any(code.co_name == "__init__" and code.co_filename == "<string>" for code in record.codes)
+
+
+def attrs_workload():
+    """attrs (a PyPI library) writes __init__, __repr__, __eq__, ordering and
+    hashing methods as source and execs them: many run-time functions, called."""
+    import attrs
+
+    out = []
+    for i in range(40):
+        names = [f"a{j}" for j in range(i % 4 + 1)]
+        cls = attrs.make_class(f"A{i}", {n: attrs.field(default=k) for k, n in enumerate(names)},
+                               order=True, frozen=bool(i % 2), slots=bool(i % 3))
+        objects = sorted([cls(*range(k, k + len(names))) for k in (3, 1, 2)])
+        out.append((repr(objects), objects[0] == cls(*range(1, 1 + len(names))),
+                    [attrs.asdict(o) for o in objects], hash(objects[0]) if i % 2 else None,
+                    attrs.evolve(objects[-1], a0=-1)))
+    return repr(out)
+
+
+def test_an_attrs_heavy_workload_gives_identical_results_under_the_backend():
+    expected = attrs_workload()
+    record = Recorder()
+    got = run_enabled(lambda code: (code, record(code)), attrs_workload)
+    assert got == expected
+    s = evalframe.stats()
+    assert s["compiles"] > 40 * 3, "the generated methods were compiled"
+    assert s["hits"] > s["compiles"]
+    assert any(code.co_name == "__init__" and "attrs generated" in code.co_filename
+               for code in record.codes), sorted({c.co_filename for c in record.codes})[:10]
