@@ -100,7 +100,7 @@ make_debug_venv() {
     local python
     python=$(debug_python_package)
     [ -n "$python" ] && command -v "$python" >/dev/null || return 0
-    local venv=.venv/dbg stamp_value=dbg-1
+    local venv=.venv/dbg stamp_value=dbg-2
     if [ ! -x "$venv/bin/python" ]; then
         log "creating $venv from $python"
         "$python" -m venv "$venv"
@@ -109,7 +109,7 @@ make_debug_venv() {
         log "installing Python packages into $venv"
         # The debug interpreter reports pip's unclosed files; they are not ours.
         PYTHONWARNINGS=ignore::ResourceWarning quiet_pip "$venv" --upgrade pip
-        PYTHONWARNINGS=ignore::ResourceWarning quiet_pip "$venv" "pybind11>=2.13" pytest hypothesis
+        PYTHONWARNINGS=ignore::ResourceWarning quiet_pip "$venv" "pybind11>=3.0" pytest hypothesis attrs
         echo "$stamp_value" > "$venv/.requirements"
     fi
 }
