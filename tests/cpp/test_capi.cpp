@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 #include <pybind11/embed.h>
 
+#include "run_time_functions.h"
+
 #include <coextra/coextra.h>
 #include <coextra/coextra.hpp>
 
@@ -17,13 +19,8 @@ namespace py = pybind11;
 
 namespace {
 
-py::object make_function(const std::string &name) {
-    py::dict ns;
-    py::exec("def " + name + "(x):\n    return x + 1\n", ns);
-    return ns[name.c_str()];
-}
-
-PyObject *code_ptr(const py::object &function) { return function.attr("__code__").ptr(); }
+using coextra_test::code_ptr;
+using coextra_test::make_function;
 
 py::dict stats() { return py::module_::import("coextra").attr("stats")(); }
 

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <pybind11/embed.h>
 
+#include "run_time_functions.h"
+
 #include "auto_collect.h"
 #include "collector.h"
 #include "holder.h"
@@ -16,13 +18,8 @@ using namespace coextra;
 
 namespace {
 
-py::object make_function(const std::string &name) {
-    py::dict ns;
-    py::exec("def " + name + "(x):\n    return x + 1\n", ns);
-    return ns[name.c_str()];
-}
-
-PyObject *code_ptr(const py::object &function) { return function.attr("__code__").ptr(); }
+using coextra_test::code_ptr;
+using coextra_test::make_function;
 
 // Caches `product` on f's code; returns the holder (borrowed, owned by the registry).
 Holder *cache(const py::object &f, const py::handle &product) {

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <pybind11/embed.h>
 
+#include "run_time_functions.h"
+
 #include <unistd.h>
 
 #include "holder.h"
@@ -16,14 +18,8 @@ using namespace coextra;
 
 namespace {
 
-// A fresh code object with a function around it, compiled at run time.
-py::object make_function(const std::string &name) {
-    py::dict ns;
-    py::exec("def " + name + "(x):\n    return x + 1\n", ns);
-    return ns[name.c_str()];
-}
-
-PyObject *code_ptr(const py::object &function) { return function.attr("__code__").ptr(); }
+using coextra_test::code_ptr;
+using coextra_test::make_function;
 
 size_t attached_count() { return registry_get()->holders.size(); }
 
