@@ -187,7 +187,22 @@ def main() -> int:
               f"| {r['nodes_if_explored_per_holder']:,} | {r['collector_s'] * 1e3:.1f} ms |")
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"python": sys.version.split()[0], "rounds": rounds, "collector_vs_gc": vs_gc,
+            # "groups": the summary format scripts/bench_summary.py merges (make bench).
+            groups = [{"title": f"{r['holders']:,} live holders: collect() against gc.collect()",
+                       "unit": "ms", "reference": "gc.collect()",
+                       "results": {"gc.collect()": r["gc_s"] * 1e3,
+                                   "coextra.collect()": r["collector_s"] * 1e3}} for r in vs_gc]
+            groups += [{"title": f"attach {a['holders']:,} live holders"
+                                 f"{', compiled products' if a['compiled'] else ''}: automatic collection",
+                        "unit": "ms", "reference": "off",
+                        "results": {"off": a["off_s"] * 1e3, "on": a["on_s"] * 1e3}} for a in auto]
+            groups += [{"title": f"{r['holders']:,} holders sharing {r['shared_objects']:,} objects: nodes",
+                        "unit": "nodes", "reference": "explored per holder (if not shared)",
+                        "results": {"explored per holder (if not shared)": r["nodes_if_explored_per_holder"],
+                                    "explored by one pass": r["nodes"]}} for r in shared]
+            json.dump({"suite": "bench_collector.py", "python": sys.version.split()[0],
+                       "how": f"best of {rounds} interleaved rounds", "groups": groups,
+                       "rounds": rounds, "collector_vs_gc": vs_gc,
                        "growth": growth, "auto": auto, "shared": shared}, fh, indent=2)
     return 0
 

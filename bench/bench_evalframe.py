@@ -125,7 +125,16 @@ def main() -> int:
     print(f"\ncoextra_holder_of() / raw read = **{lookup_ratio:.2f}** (target <= 1.3)")
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"python": sys.version.split()[0], "fib_n": n, "frames": frames,
+            # "groups": the summary format scripts/bench_summary.py merges (make bench).
+            groups = [
+                {"title": f"fib({n}), {frames} frames: per frame", "unit": "ns",
+                 "reference": "(b) raw co_extra hook", "results": dict(per_frame)},
+                {"title": "C-level lookup", "unit": "ns", "reference": "raw co_extra read",
+                 "results": dict(lookup)},
+            ]
+            json.dump({"suite": "bench_evalframe.py", "python": sys.version.split()[0],
+                       "how": f"best of {rounds} interleaved rounds", "groups": groups,
+                       "fib_n": n, "frames": frames,
                        "rounds": rounds, "fib_seconds": fib_times, "fib_best": best,
                        "ratio_c_over_b": c / b, "ratio_b_over_a": b / a,
                        "lookup_ns": lookup_times, "lookup_best_ns": lookup,
