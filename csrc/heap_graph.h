@@ -62,7 +62,9 @@ public:
         if (!reserve(n)) {
             return false;
         }
-        std::memset(static_cast<void *>(data_), 0, n * sizeof(T));
+        if (n != 0) {  // data_ may still be NULL, and memset(NULL, 0, 0) is undefined
+            std::memset(static_cast<void *>(data_), 0, n * sizeof(T));
+        }
         size_ = n;
         return true;
     }

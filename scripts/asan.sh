@@ -33,9 +33,7 @@ build_sanitized() {
     echo "[asan] building $build"
     cmake --build "$build" -j 2 -- --no-print-directory | grep -E "error|warning"
     test "${PIPESTATUS[0]}" -eq 0 || return 1
-    # The package's Python files beside the sanitized module (not the .so files).
-    (cd python && find coextra -type f ! -name '*.so' ! -path '*__pycache__*' \
-        -exec cp --parents {} "../$build/python/" \;)
+    scripts/stage_package.sh "$build/python" || return 1
     # The module really is instrumented, and it is the one that gets imported.
     local reports
     reports=$(nm -D "$module_dir"/_coextra*.so | grep -c __asan_report_load)

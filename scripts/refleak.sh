@@ -25,11 +25,8 @@ fi
 echo "[refleak] building $build"
 cmake --build "$build" -j 2 -- --no-print-directory | grep -E "error|warning"
 test "${PIPESTATUS[0]}" -eq 0 || exit 1
-(cd python && find coextra -type f ! -name '*.so' ! -path '*__pycache__*' \
-    -exec cp --parents {} "../$build/python/" \;)
+scripts/stage_package.sh "$build/python" || exit 1
 
-# The headers, where an installed package has them (coextra.get_include()).
-mkdir -p "$build/python/coextra/include" && cp -r csrc/include/coextra "$build/python/coextra/include/"
 
 [ "$#" -eq 0 ] && set -- tests/python
 # Not measured here (and the callers in scripts/leakcheck.sh add -k "not naive":
