@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <pybind11/embed.h>
 
+#include "core_test_main.h"
 #include "run_time_functions.h"
 
 #include "auto_collect.h"
@@ -171,16 +172,5 @@ TEST_F(Collector, AutomaticCollectionCanBeSwitchedOffAndOn) {
 
 int main(int argc, char **argv) {
     ::testing::InitGoogleTest(&argc, argv);
-    Py_Initialize();
-    PyObject *registry = registry_init();
-    if (registry == nullptr) {
-        PyErr_Print();
-        return 2;
-    }
-    int result = RUN_ALL_TESTS();
-    Py_DECREF(registry);
-    if (Py_FinalizeEx() < 0) {
-        return 3;
-    }
-    return result;
+    return coextra_test::run_all_tests_with_registry();
 }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <pybind11/embed.h>
 
+#include "core_test_main.h"
 #include "run_time_functions.h"
 
 #include <unistd.h>
@@ -312,16 +313,5 @@ TEST(Teardown, DetachesEverythingIncludingFrozenStdlibCode) {
 int main(int argc, char **argv) {
     ::testing::InitGoogleTest(&argc, argv);
     ::testing::GTEST_FLAG(death_test_style) = "fast";
-    Py_Initialize();
-    PyObject *registry = registry_init();
-    if (registry == nullptr) {
-        PyErr_Print();
-        return 2;
-    }
-    int result = RUN_ALL_TESTS();
-    Py_DECREF(registry);
-    if (Py_FinalizeEx() < 0) {
-        return 3;
-    }
-    return result;
+    return coextra_test::run_all_tests_with_registry();
 }
