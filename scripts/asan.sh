@@ -25,11 +25,13 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:exitcode=99"
 build_sanitized() {
     local version=$1 build=build/asan-py$1
     local module_dir=$PWD/$build/python/coextra
-    if [ ! -f "$build/CMakeCache.txt" ]; then
-        cmake -S . -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-            -DCOEXTRA_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DCOEXTRA_MODULE_DIR="$module_dir" \
-            -DPython_EXECUTABLE="$PWD/.venv/py$version/bin/python" >/dev/null || return 1
-    fi
+    # The test extensions go beside the staged package, never into
+    # tests/python/_ext: instrumented copies there would replace the plain
+    # build's (same file names) and fail to load in every later plain run.
+    cmake -S . -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+        -DCOEXTRA_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DCOEXTRA_MODULE_DIR="$module_dir" \
+        -DCOEXTRA_TEST_EXT_DIR="$PWD/$build/python/_ext" \
+        -DPython_EXECUTABLE="$PWD/.venv/py$version/bin/python" >/dev/null || return 1
     echo "[asan] building $build"
     cmake --build "$build" -j 2 -- --no-print-directory | grep -E "error|warning"
     test "${PIPESTATUS[0]}" -eq 0 || return 1
@@ -56,7 +58,8 @@ for version in "${versions[@]}"; do
     LSAN_OPTIONS="suppressions=$(python3 tests/scenarios/run.py --lsan-suppressions "$version"):print_suppressions=0" \
         ctest --test-dir "build/asan-py$version" --output-on-failure | tail -3
     test "${PIPESTATUS[0]}" -eq 0 || status=1
-    "$python" tests/scenarios/run.py --tool asan --python "$python" \
+    COEXTRA_TEST_EXT_DIR="$PWD/build/asan-py$version/python/_ext" \
+        "$python" tests/scenarios/run.py --tool asan --python "$python" \
         --pythonpath "build/asan-py$version/python" "$@" || status=1
 done
 exit $status

@@ -1,5 +1,7 @@
 """The C API test extensions (tests/capi_ext), built by CMake from the public
-header alone into tests/python/_ext, one file per CPython ABI."""
+header alone into tests/python/_ext, one file per CPython ABI. A sanitized build
+(scripts/asan.sh) puts its own elsewhere and names that directory in
+COEXTRA_TEST_EXT_DIR, so it never replaces the plain build's files."""
 
 from __future__ import annotations
 
@@ -7,7 +9,8 @@ import importlib
 import os
 import sys
 
-EXT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_ext")
+EXT_DIR = os.environ.get("COEXTRA_TEST_EXT_DIR") or os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "_ext")
 
 
 def load(name: str):
