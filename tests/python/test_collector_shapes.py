@@ -273,8 +273,15 @@ def test_naive_store_leaks_the_same_shape(shape):
 # --- must-keep cases ----------------------------------------------------------
 
 
-def test_kept_when_reachable_from_a_module_in_sys_modules():
-    module = types.ModuleType("coextra_test_collector_module")
+class LazyModule(types.ModuleType):
+    """A module subclass, as lazy importers install: the collector explores
+    these like any object (it skips only exact modules) and must still see
+    them as live."""
+
+
+@pytest.mark.parametrize("module_type", [types.ModuleType, LazyModule])
+def test_kept_when_reachable_from_a_module_in_sys_modules(module_type):
+    module = module_type("coextra_test_collector_module")
     sys.modules[module.__name__] = module
     try:
         f = fresh(0)
