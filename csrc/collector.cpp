@@ -268,12 +268,12 @@ bool add_seeds(Pass &pass, const std::vector<Holder *> &holders, size_t *next_se
     HeapGraph &g = pass.graph;
     size_t end = std::min(*next_seed + kSeedChunk, holders.size());
     for (size_t i = *next_seed; i < end; i++) {
-        PyObject *code = holders[i]->code;  // attached: valid
-        if (!is_node_candidate(code)) {
+        Holder *h = holders[i];
+        if (!is_node_candidate(h->code)) {  // attached: the code is valid
             continue;  // immortal code: always live
         }
         bool added = false;
-        if (g.intern(code, &added) == HeapGraph::kNone) {
+        if (g.intern_code_of(h, &added) == HeapGraph::kNone) {
             if (g.out_of_memory) {
                 return false;
             }
@@ -404,12 +404,12 @@ Py_ssize_t run_pass(size_t first, size_t node_budget, bool automatic) {
 
     Pass &pass = retained;
     pass.reset(node_budget);
-    // About two nodes per seed holder (its code and its function; holder,
-    // entry and a private product are merged into them).
+    // About one node in the address index per seed holder: its function
+    // (holder, entry and a private product are merged into the code's node,
+    // which the holder index holds).
     size_t seeds = r->holders.size() - (first < r->holders.size() ? first : r->holders.size());
-    size_t expected = 2 * seeds;
     module_dicts.refresh(/*force=*/first == 0);
-    bool ok = pass.graph.expect(expected < node_budget ? expected : node_budget);
+    bool ok = pass.graph.expect(seeds < node_budget ? seeds : node_budget, first, r->holders.size());
     // Analysis: from here to detach_garbage nothing runs Python code, nothing
     // allocates a Python object, and no reference count changes.
     ok = ok && explore(pass, r->holders, first) && propagate_liveness(pass.graph);

@@ -10,6 +10,7 @@
 
 #include "auto_collect.h"
 #include "collector.h"
+#include "heap_graph.h"
 #include "holder.h"
 #include "live_counts.h"
 #include "registry.h"
@@ -51,6 +52,41 @@ protected:
     int64_t holders_before = 0, entries_before = 0;
     Py_ssize_t budget_before = 0;
 };
+
+// The graph's two indexes: a code object with a holder in the holder index's
+// range is found through its holder, everything else by address, and growing
+// the address index (past what expect() sized) loses neither kind of node.
+TEST_F(Collector, GraphIndexesFindEveryNodeAgainAcrossGrowth) {
+    py::object f = make_function("indexed"), g = make_function("by_address");
+    Holder *in_range = cache(f, py::none());
+    Holder *out_of_range = cache(g, py::none());  // registry slot 1
+    ASSERT_EQ(in_range->registry_slot, 0u);
+    HeapGraph graph(1000);
+    ASSERT_TRUE(graph.expect(4, /*first_slot=*/0, /*end_slot=*/1));
+    bool added = false;
+    uint32_t code_node = graph.intern_code_of(in_range, &added);
+    ASSERT_TRUE(added);
+    EXPECT_TRUE(graph.nodes[code_node].flags & NODE_BY_HOLDER);
+    uint32_t other_code = graph.intern(out_of_range->code, &added);
+    ASSERT_TRUE(added);
+    EXPECT_FALSE(graph.nodes[other_code].flags & NODE_BY_HOLDER);
+    py::list objects;  // far more than the 4 expected: the address index grows
+    std::vector<uint32_t> object_nodes;
+    for (int i = 0; i < 600; i++) {
+        objects.append(py::list());
+        object_nodes.push_back(graph.intern(objects[i].ptr(), &added));
+        ASSERT_TRUE(added);
+    }
+    EXPECT_EQ(graph.intern(in_range->code, &added), code_node) << "found through co_extra";
+    EXPECT_FALSE(added);
+    EXPECT_EQ(graph.intern_code_of(in_range, &added), code_node);
+    EXPECT_EQ(graph.intern(out_of_range->code, &added), other_code);
+    for (int i = 0; i < 600; i++) {
+        ASSERT_EQ(graph.intern(objects[i].ptr(), &added), object_nodes[i]);
+        ASSERT_FALSE(added);
+    }
+    EXPECT_EQ(graph.nodes.size(), 602u);
+}
 
 TEST_F(Collector, DetachesACodeReachableOnlyThroughItsOwnCache) {
     py::object f = make_function("f");
