@@ -30,7 +30,8 @@ struct CollectorState {
 
 CollectorState state;
 
-// A code node whose code object had a holder when it was expanded.
+// A code node with a holder outside the graph's holder index (a young pass
+// reaching an older holder's code).
 struct CodeWithHolder {
     uint32_t node;
     Holder *holder;  // borrowed: attached, owned by the registry (nothing runs during analysis)
@@ -43,39 +44,31 @@ struct Pending {
     uint32_t source;
 };
 
+// A pass's scratch memory. Every array is touched fresh by a full pass (their
+// memory goes back when it ends), and at 100k holders the page faults cost
+// about as much as the exploration: hence the compact edges and indexes.
 struct Pass {
     HeapGraph graph{0};
-    PodArray<CodeWithHolder> cached_codes;
+    PodArray<CodeWithHolder> other_cached_codes;  // code nodes whose holder is not indexed
     PodArray<Pending> pending;   // references queued by the traversal callback
     PodArray<Pending> merged;    // single-reference objects to explore as part of `source`
-    PodArray<uint32_t> edge_sources;  // edges in discovery order: source ...
-    PodArray<uint32_t> edge_targets;  // ... and target (sorted by source afterwards)
-    PodArray<uint32_t> cursor;        // scratch for group_edges_by_source
-    uint32_t current = 0;             // the node whose references are being queued
+    PodArray<uint32_t> stack;    // liveness propagation
+    uint32_t current = 0;        // the node whose references are being queued
 
     void reset(size_t limit) {
         graph.reset(limit);
-        cached_codes.clear();
+        other_cached_codes.clear();
         pending.clear();
         merged.clear();
-        edge_sources.clear();
-        edge_targets.clear();
-    }
-
-    size_t memory_bytes() const {
-        return graph.memory_bytes() + cached_codes.capacity_bytes() + pending.capacity_bytes() +
-               merged.capacity_bytes() + edge_sources.capacity_bytes() +
-               edge_targets.capacity_bytes() + cursor.capacity_bytes();
+        stack.clear();
     }
 
     void release_memory() {
         graph.release_memory();
-        cached_codes.release();
+        other_cached_codes.release();
         pending.release();
         merged.release();
-        edge_sources.release();
-        edge_targets.release();
-        cursor.release();
+        stack.release();
     }
 };
 
@@ -205,7 +198,7 @@ void process_pending(Pass &pass) {
             }
             continue;  // past the budget: not a node, so live
         }
-        if (!pass.edge_sources.push(pending[i].source) || !pass.edge_targets.push(node)) {
+        if (!g.add_edge(pending[i].source, node)) {
             g.out_of_memory = true;
             return;
         }
@@ -216,40 +209,6 @@ void process_pending(Pass &pass) {
         visit_referents(pass.merged[i].child, queue_child, &pass);
     }
     pass.merged.clear();
-}
-
-// Stores the edges grouped by source (a counting sort): node i's targets are
-// then edges[nodes[i].edge_begin, edges_end(i)).
-bool group_edges_by_source(Pass &pass) {
-    HeapGraph &g = pass.graph;
-    size_t count = pass.edge_targets.size();
-    if (count >= UINT32_MAX || !g.edges.assign_zeroed(count)) {
-        return false;
-    }
-    for (size_t i = 0; i < g.nodes.size(); i++) {
-        g.nodes[i].edge_begin = 0;
-    }
-    for (size_t e = 0; e < count; e++) {
-        uint32_t source = pass.edge_sources[e];
-        if (source + 1 < g.nodes.size()) {
-            g.nodes[source + 1].edge_begin++;
-        }
-    }
-    for (size_t i = 1; i < g.nodes.size(); i++) {
-        g.nodes[i].edge_begin += g.nodes[i - 1].edge_begin;
-    }
-    PodArray<uint32_t> &cursor = pass.cursor;  // each source's next free edge
-    cursor.clear();
-    if (!cursor.reserve(g.nodes.size())) {
-        return false;
-    }
-    for (size_t i = 0; i < g.nodes.size(); i++) {
-        cursor.push(g.nodes[i].edge_begin);
-    }
-    for (size_t e = 0; e < count; e++) {
-        g.edges[cursor[pass.edge_sources[e]]++] = pass.edge_targets[e];
-    }
-    return true;
 }
 
 // Seeds are added a chunk at a time, each chunk explored before the next is
@@ -298,7 +257,8 @@ bool explore(Pass &pass, const std::vector<Holder *> &holders, size_t first) {
         while (next < g.nodes.size() && pass.pending.size() < kBatch && !g.out_of_memory) {
             pass.current = static_cast<uint32_t>(next);
             Holder *h = visit_referents(g.nodes[next].op, queue_child, &pass);
-            if (h != nullptr && !pass.cached_codes.push(CodeWithHolder{pass.current, h})) {
+            if (h != nullptr && !(g.nodes[next].flags & NODE_BY_HOLDER) &&
+                !pass.other_cached_codes.push(CodeWithHolder{pass.current, h})) {
                 return false;
             }
             g.nodes[next].flags |= NODE_EXPANDED;
@@ -318,41 +278,40 @@ bool explore(Pass &pass, const std::vector<Holder *> &holders, size_t first) {
             }
         }
     }
-    return group_edges_by_source(pass);
+    return true;
 }
 
 // Every edge is a reference from an explored node: it is not an outside one.
 void count_internal_references(HeapGraph &g) {
     for (size_t e = 0; e < g.edges.size(); e++) {
-        g.nodes[g.edges[e]].unexplained--;
+        g.nodes[g.edges[e].target].unexplained--;
     }
 }
 
 // Roots are nodes referenced from outside the graph or never expanded; every
 // node reachable from a root, along real and virtual edges, is live.
-bool propagate_liveness(HeapGraph &g) {
+bool propagate_liveness(HeapGraph &g, PodArray<uint32_t> &stack) {
     count_internal_references(g);
-    PodArray<uint32_t> stack;
+    // Each root is drained before the next is looked at, so the stack holds
+    // one search's frontier, not every root at once.
     for (size_t i = 0; i < g.nodes.size(); i++) {
-        GraphNode &n = g.nodes[i];
-        if (n.flags & NODE_LIVE) {
+        GraphNode &root = g.nodes[i];
+        if ((root.flags & NODE_LIVE) || (root.unexplained <= 0 && (root.flags & NODE_EXPANDED))) {
             continue;
         }
-        if (n.unexplained > 0 || !(n.flags & NODE_EXPANDED)) {
-            n.flags |= NODE_LIVE;
-            if (!stack.push(static_cast<uint32_t>(i))) {
-                return false;
-            }
+        root.flags |= NODE_LIVE;
+        if (!stack.push(static_cast<uint32_t>(i))) {
+            return false;
         }
-    }
-    while (!stack.empty()) {
-        uint32_t node = stack.pop();
-        for (uint32_t e = g.nodes[node].edge_begin, end = g.edges_end(node); e < end; e++) {
-            GraphNode &target = g.nodes[g.edges[e]];
-            if (!(target.flags & NODE_LIVE)) {
-                target.flags |= NODE_LIVE;
-                if (!stack.push(g.edges[e])) {
-                    return false;
+        while (!stack.empty()) {
+            uint32_t node = stack.pop();
+            for (uint32_t e = g.nodes[node].first_edge; e != HeapGraph::kNone; e = g.edges[e].next) {
+                uint32_t target = g.edges[e].target;
+                if (!(g.nodes[target].flags & NODE_LIVE)) {
+                    g.nodes[target].flags |= NODE_LIVE;
+                    if (!stack.push(target)) {
+                        return false;
+                    }
                 }
             }
         }
@@ -365,17 +324,26 @@ bool propagate_liveness(HeapGraph &g) {
 // anything and no Python code runs until all decisions are carried out; then
 // our references are dropped, which frees entries and products and may run
 // arbitrary code (which may attach, detach or collect: all of that is safe).
-Py_ssize_t detach_garbage(Pass &pass) {
+Py_ssize_t detach_garbage(Pass &pass, const std::vector<Holder *> &holders) {
+    const HeapGraph &g = pass.graph;
     PodArray<Holder *> garbage;
-    for (size_t i = 0; i < pass.cached_codes.size(); i++) {
-        const CodeWithHolder &c = pass.cached_codes[i];
-        if (pass.graph.nodes[c.node].flags & NODE_LIVE) {
-            continue;
+    bool ok = true;
+    // Every code node in the holder index has a holder; an unexpanded node is
+    // a root, so not being live is the whole test.
+    g.for_each_holder_node([&](size_t slot, uint32_t node) {
+        if (ok && !(g.nodes[node].flags & NODE_LIVE)) {
+            ok = garbage.push(holders[slot]);  // the registry is unchanged since the analysis
         }
-        if (!garbage.push(c.holder)) {
-            PyErr_NoMemory();
-            return -1;
+    });
+    for (size_t i = 0; ok && i < pass.other_cached_codes.size(); i++) {
+        const CodeWithHolder &c = pass.other_cached_codes[i];
+        if (!(g.nodes[c.node].flags & NODE_LIVE)) {
+            ok = garbage.push(c.holder);
         }
+    }
+    if (!ok) {
+        PyErr_NoMemory();
+        return -1;
     }
     for (size_t i = 0; i < garbage.size(); i++) {
         Py_INCREF(garbage[i]);
@@ -412,10 +380,10 @@ Py_ssize_t run_pass(size_t first, size_t node_budget, bool automatic) {
     bool ok = pass.graph.expect(seeds < node_budget ? seeds : node_budget, first, r->holders.size());
     // Analysis: from here to detach_garbage nothing runs Python code, nothing
     // allocates a Python object, and no reference count changes.
-    ok = ok && explore(pass, r->holders, first) && propagate_liveness(pass.graph);
+    ok = ok && explore(pass, r->holders, first) && propagate_liveness(pass.graph, pass.stack);
     Py_ssize_t detached = -1;
     if (ok) {
-        detached = detach_garbage(pass);
+        detached = detach_garbage(pass, r->holders);
     } else {
         PyErr_NoMemory();
     }

@@ -103,13 +103,20 @@ enum NodeFlags : uint32_t {
 struct GraphNode {
     PyObject *op;             // borrowed (see the file comment)
     Py_ssize_t unexplained;   // Py_REFCNT(op) minus the edges that enter it from expanded nodes
-    uint32_t edge_begin;      // its out-edges are edges[edge_begin, next node's edge_begin)
+    uint32_t first_edge;      // its latest out-edge (edges[]), kNone when it has none
     uint32_t flags;           // NodeFlags
 };
 
-// Nodes in discovery order, their out-edges stored grouped by node (the
-// collector sorts them so once exploration is over; explain() does not use
-// edges), and two indexes from object to node:
+// Out-edges form one list per source node, newest first. Adding an edge
+// writes only the source node, which is the node being expanded (in cache);
+// the lists need no sorting pass and no per-edge source field.
+struct GraphEdge {
+    uint32_t target;
+    uint32_t next;  // the source's previous out-edge, kNone at the end
+};
+
+// Nodes in discovery order, their out-edges (explain() adds none), and two
+// indexes from object to node:
 //   - code objects with a holder (every seed of a pass, and most of its code
 //     nodes) by their holder's registry slot, when expect() sized that index:
 //     the holder is at hand (a seed is found from it, and expanding a code
@@ -150,13 +157,8 @@ public:
         by_holder_.release();
     }
 
-    size_t memory_bytes() const {
-        return nodes.capacity_bytes() + edges.capacity_bytes() + slots_.capacity_bytes() +
-               by_holder_.capacity_bytes();
-    }
-
     PodArray<GraphNode> nodes;
-    PodArray<uint32_t> edges;
+    PodArray<GraphEdge> edges;
     size_t merged = 0;  // objects explored as part of a node instead of as nodes
     bool budget_exhausted = false;
     bool out_of_memory = false;
@@ -216,18 +218,19 @@ public:
             return kNone;
         }
         size_t i = slot_of(op);
+        uint32_t tag = tag_of(op);
         for (;; i = (i + 1) & mask_) {
-            Slot &slot = slots_[i];
-            if (slot.key == op) {
-                return slot.node;
-            }
-            if (slot.key == nullptr) {
+            const Slot &slot = slots_[i];
+            if (slot.node_plus_one == 0) {
                 break;
+            }
+            if (slot.tag == tag && nodes[slot.node_plus_one - 1].op == op) {
+                return slot.node_plus_one - 1;
             }
         }
         uint32_t node = add_node(op, 0, added);
         if (node != kNone) {
-            slots_[i] = Slot{op, node};
+            slots_[i] = Slot{tag, node + 1};
             table_count_++;
         }
         return node;
@@ -242,10 +245,27 @@ public:
         return intern(h->code, added);
     }
 
-    // End of a node's out-edges, once they are grouped by node.
-    uint32_t edges_end(uint32_t node) const {
-        return node + 1 < nodes.size() ? nodes[node + 1].edge_begin
-                                       : static_cast<uint32_t>(edges.size());
+    // Records a reference from `source` to `target`; false when out of memory
+    // (or out of edge numbers).
+    bool add_edge(uint32_t source, uint32_t target) {
+        if (edges.size() >= kNone) {
+            return false;
+        }
+        if (!edges.push(GraphEdge{target, nodes[source].first_edge})) {
+            return false;
+        }
+        nodes[source].first_edge = static_cast<uint32_t>(edges.size() - 1);
+        return true;
+    }
+
+    // Calls f(registry_slot, node) for every node in the holder index.
+    template <typename F>
+    void for_each_holder_node(F f) const {
+        for (size_t i = 0; i < by_holder_.size(); i++) {
+            if (by_holder_[i] != kNone) {
+                f(holder_base_ + i, by_holder_[i]);
+            }
+        }
     }
 
 private:
@@ -267,7 +287,7 @@ private:
             return kNone;
         }
         uint32_t node = static_cast<uint32_t>(nodes.size());
-        if (!nodes.push(GraphNode{op, Py_REFCNT(op), 0, flags})) {
+        if (!nodes.push(GraphNode{op, Py_REFCNT(op), kNone, flags})) {
             out_of_memory = true;
             return kNone;
         }
@@ -275,10 +295,17 @@ private:
         return node;
     }
 
+    // 8 bytes, half a pointer-keyed slot (the index is the largest array of a
+    // pass). The tag (32 bits of the address) settles almost every comparison;
+    // a matching tag is confirmed against the node's address.
     struct Slot {
-        PyObject *key;  // NULL: empty
-        uint32_t node;
+        uint32_t tag;
+        uint32_t node_plus_one;  // 0: empty, so a zeroed array is empty
     };
+
+    static uint32_t tag_of(PyObject *op) {
+        return static_cast<uint32_t>(reinterpret_cast<uintptr_t>(op) >> 4);
+    }
 
     // Page-local hashing: the 4 KiB page an object lives on picks a random
     // run of 256 slots (Fibonacci hashing of the page number), and its place
@@ -306,10 +333,10 @@ private:
                 continue;
             }
             size_t i = slot_of(nodes[n].op);
-            while (fresh[i].key != nullptr) {
+            while (fresh[i].node_plus_one != 0) {
                 i = (i + 1) & mask_;
             }
-            fresh[i] = Slot{nodes[n].op, static_cast<uint32_t>(n)};
+            fresh[i] = Slot{tag_of(nodes[n].op), static_cast<uint32_t>(n + 1)};
         }
         slots_.swap(fresh);
         return true;
