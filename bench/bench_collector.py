@@ -113,11 +113,12 @@ def attach_workload(n: int, compiled: bool = False) -> float:
 def auto_on_vs_off(n: int, rounds: int, compiled: bool = False) -> dict:
     on, off = [], []
     before = coextra.stats()
-    for _ in range(rounds):
-        coextra.set_auto_collect(False)
-        off.append(attach_workload(n, compiled))
-        coextra.set_auto_collect(True)
-        on.append(attach_workload(n, compiled))
+    for round_ in range(rounds):
+        # Alternate which runs first: the second run of a round inherits the
+        # first one's freed memory and warm caches.
+        for enabled in ((False, True) if round_ % 2 == 0 else (True, False)):
+            coextra.set_auto_collect(enabled)
+            (on if enabled else off).append(attach_workload(n, compiled))
     coextra.set_auto_collect(True)
     after = coextra.stats()
     auto_seconds = (after["auto_seconds"] - before["auto_seconds"]) / rounds
