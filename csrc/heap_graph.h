@@ -1,5 +1,5 @@
 // heap_graph.h -- the part of the heap one collector pass (or one explain())
-// has explored: nodes, the edges between them, and a pointer index.
+// has explored: nodes, the edges between them, and the indexes that find them.
 //
 // Everything here is filled from tp_traverse callbacks, that is from C frames
 // a C++ exception must not cross, and while no Python code may run (DESIGN.md
