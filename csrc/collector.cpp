@@ -244,7 +244,7 @@ bool add_seeds(Pass &pass, const std::vector<Holder *> &holders, size_t *next_se
     return true;
 }
 
-// Explores from the codes of holders[first, end): nodes are traversed in
+// Explores from the codes of holders[first, size()): nodes are traversed in
 // order, their references queued, and the queue processed in batches (which
 // adds the nodes traversed next); a new chunk of seeds once all is explored.
 constexpr size_t kBatch = 512;
