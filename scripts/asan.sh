@@ -47,12 +47,7 @@ build_sanitized() {
 
 status=0
 for version in "${versions[@]}"; do
-    python=.venv/py$version/bin/python
-    if [ ! -x "$python" ]; then
-        echo "no $python: CPython $version is not set up here (scripts/bootstrap.sh)" >&2
-        status=1
-        continue
-    fi
+    venv_python "$version" || { status=1; continue; }
     build_sanitized "$version" || { status=1; continue; }
     echo "[asan] ctest (CPython $version)"
     LSAN_OPTIONS="suppressions=$(python3 tests/scenarios/run.py --lsan-suppressions "$version"):print_suppressions=0" \

@@ -20,12 +20,7 @@ if ! command -v valgrind >/dev/null; then
 fi
 status=0
 for version in "${versions[@]}"; do
-    python=.venv/py$version/bin/python
-    if [ ! -x "$python" ]; then
-        echo "no $python: CPython $version is not set up here (scripts/bootstrap.sh)" >&2
-        status=1
-        continue
-    fi
+    venv_python "$version" || { status=1; continue; }
     "$python" tests/scenarios/run.py --tool valgrind --python "$python" "$@" || status=1
 done
 exit $status
