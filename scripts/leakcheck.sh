@@ -13,27 +13,11 @@
 #                                whole Python suite, and the planted-leak checks
 #                                (ASan's included).
 #
-# Each step is one line in scripts/test.sh's style; exits non-zero if any failed.
+# Each step is one line (scripts/steps.sh); exits non-zero if any failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-passed=0
-failed=0
-failures=()
-step() {
-    local name=$1
-    shift
-    echo
-    echo "=== $name"
-    local t0=$SECONDS
-    if "$@"; then
-        passed=$((passed + 1))
-    else
-        failed=$((failed + 1))
-        failures+=("$name")
-    fi
-    echo "--- $name: $((SECONDS - t0)) s"
-}
+source scripts/steps.sh
 
 # Versions with a venv, among the wanted ones; the quick form takes one.
 available() {
@@ -85,9 +69,4 @@ case "${1:-quick}" in
         ;;
 esac
 
-echo
-for name in "${failures[@]}"; do
-    echo "FAILED: $name"
-done
-echo "leak harness: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+steps_summary "leak harness"
