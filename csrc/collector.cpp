@@ -143,8 +143,13 @@ int queue_child(PyObject *child, void *arg) {
     return 0;
 }
 
-// A CPU keeps only so many misses in flight: prefetch a fixed distance ahead.
-constexpr size_t kPrefetchDistance = 12;
+// How far ahead of its use a child (or its index slot) is prefetched. Looking
+// at a child takes only a few nanoseconds, so the prefetch must be issued many
+// children ahead to cover a miss to memory: at 100k holders, where the heap no
+// longer fits the caches, 64 made a pass 7-8% faster than 12 (a 10k pass, which
+// stays cached, 0-5%). 256 was slower again: a batch then asks for more lines
+// than the cache keeps until they are used.
+constexpr size_t kPrefetchDistance = 64;
 
 // Turns queued references into edges.
 //
