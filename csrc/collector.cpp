@@ -84,25 +84,32 @@ Pass retained;
 struct ModuleDicts {
     std::vector<PyObject *> sorted;  // borrowed; compared by address only, never dereferenced
     Py_ssize_t modules_seen = -1;    // len(sys.modules) when built
-    PyObject *last_found = nullptr;  // an element of `sorted` (or NULL), compared only
+    // The two latest elements of `sorted` found (or NULL), compared only. The
+    // functions of one module share its globals and, since 3.10, the builtins
+    // dict: a function's two lookups alternate between them, so one entry
+    // missed every time: a binary search per function.
+    PyObject *recent[2] = {nullptr, nullptr};
 
     bool contains(PyObject *dict) {
-        if (dict == last_found) {  // the functions of one module share its globals
+        if (dict == recent[0] || dict == recent[1]) {
             return true;
         }
         if (!std::binary_search(sorted.begin(), sorted.end(), dict)) {
             return false;
         }
-        last_found = dict;
+        recent[1] = recent[0];
+        recent[0] = dict;
         return true;
     }
+
+    void forget_recent() { recent[0] = recent[1] = nullptr; }
 
     // false when out of memory (nothing is then pruned: still sound).
     bool refresh(bool force) {
         PyObject *modules = PyImport_GetModuleDict();  // borrowed, owned by the interpreter
         if (modules == nullptr || !PyDict_Check(modules)) {
             sorted.clear();
-            last_found = nullptr;
+            forget_recent();
             return true;
         }
         if (!force && PyDict_GET_SIZE(modules) == modules_seen) {
@@ -110,7 +117,7 @@ struct ModuleDicts {
         }
         sorted.clear();
         modules_seen = -1;
-        last_found = nullptr;
+        forget_recent();
         try {
             Py_ssize_t pos = 0;
             PyObject *key, *module;
