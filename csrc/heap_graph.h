@@ -102,7 +102,11 @@ enum NodeFlags : uint32_t {
 
 struct GraphNode {
     PyObject *op;             // borrowed (see the file comment)
-    Py_ssize_t unexplained;   // Py_REFCNT(op) minus the edges that enter it from expanded nodes
+    // Py_REFCNT(op) minus the edges that enter it from expanded nodes. A node
+    // in the holder index starts at 0 and gets Py_REFCNT(op) when it is
+    // expanded: a seed is added without reading its code object (the read is
+    // then a prefetched one), and an unexpanded node is a root whatever it says.
+    Py_ssize_t unexplained;
     uint32_t first_edge;      // its latest out-edge (edges[]), kNone when it has none
     uint32_t flags;           // NodeFlags
 };
@@ -236,7 +240,8 @@ public:
         return node;
     }
 
-    // intern(h->code) for an attached holder, without reading co_extra.
+    // intern(h->code) for an attached holder, without reading co_extra (nor,
+    // when the holder index takes it, anything of the code object).
     uint32_t intern_code_of(Holder *h, bool *added) {
         *added = false;
         if (in_holder_index(h)) {
@@ -287,7 +292,8 @@ private:
             return kNone;
         }
         uint32_t node = static_cast<uint32_t>(nodes.size());
-        if (!nodes.push(GraphNode{op, Py_REFCNT(op), kNone, flags})) {
+        Py_ssize_t references = (flags & NODE_BY_HOLDER) ? 0 : Py_REFCNT(op);
+        if (!nodes.push(GraphNode{op, references, kNone, flags})) {
             out_of_memory = true;
             return kNone;
         }
