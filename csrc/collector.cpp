@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <new>
 #include <vector>
 
@@ -44,6 +45,76 @@ struct Pending {
     uint32_t source;
 };
 
+// Seeds are added a chunk at a time, each chunk explored before the next is
+// added: a code object is then expanded soon after it was added, and so is
+// what its cache leads to, while their cache lines are still in the CPU cache.
+// Adding every seed first (plain breadth first) read each of 100k code objects
+// twice from memory; chunks made such a pass about 20% faster. The order of
+// exploration does not change the graph a pass builds, only (when the budget
+// runs out) which part of it.
+constexpr size_t kSeedChunk = 256;
+
+// The codes of the current chunk of seeds, with their holders and nodes. A
+// pass asks two things of nearly every seed: which node is this code (when a
+// function's reference to it is found) and which is its holder (when it is
+// traversed). co_extra answers both, but through the code's co_extra line
+// and its extras array: two more lines per holder, cold at 100k holders.
+// This table (12 KiB, cache resident) answers them for the current chunk; a
+// code it does not have (an older chunk's, or no seed) is asked of co_extra.
+// Each entry carries the chunk it was added in and entries of other chunks
+// count as empty, so a new chunk clears nothing.
+class ChunkSeeds {
+public:
+    struct Seed {
+        PyObject *code;  // borrowed, like its holder: analysis runs no code (heap_graph.h)
+        Holder *holder;  // attached, owned by the registry
+        uint32_t node;
+        uint32_t chunk;
+    };
+
+    void start_chunk() {
+        if (++chunk_ == 0) {  // wrapped around: entries left from chunk 0 would look current
+            std::memset(static_cast<void *>(slots_), 0, sizeof slots_);
+            chunk_ = 1;
+        }
+    }
+
+    // At most kSeedChunk adds per chunk, so half the slots stay empty and
+    // every probe ends.
+    void add(PyObject *code, Holder *holder, uint32_t node) {
+        size_t i = slot_of(code);
+        while (slots_[i].chunk == chunk_ && slots_[i].code != code) {
+            i = (i + 1) & (kSlots - 1);
+        }
+        slots_[i] = Seed{code, holder, node, chunk_};
+    }
+
+    const Seed *find(PyObject *code) const {
+        for (size_t i = slot_of(code);; i = (i + 1) & (kSlots - 1)) {
+            const Seed &seed = slots_[i];
+            if (seed.chunk != chunk_) {
+                return nullptr;
+            }
+            if (seed.code == code) {
+                return &seed;
+            }
+        }
+    }
+
+private:
+    static constexpr int kBits = 9;
+    static constexpr size_t kSlots = size_t{1} << kBits;
+    static_assert(kSlots >= 2 * kSeedChunk, "the table must stay at most half full");
+
+    static size_t slot_of(PyObject *code) {
+        return static_cast<size_t>((reinterpret_cast<uintptr_t>(code) >> 4) * 0x9E3779B97F4A7C15ull >>
+                                   (64 - kBits));
+    }
+
+    Seed slots_[kSlots] = {};
+    uint32_t chunk_ = 1;  // the zeroed slots belong to chunk 0: empty
+};
+
 // A pass's scratch memory. Every array is touched fresh by a full pass (their
 // memory goes back when it ends), and at 100k holders the page faults cost
 // about as much as the exploration: hence the compact edges and indexes.
@@ -53,6 +124,7 @@ struct Pass {
     PodArray<Pending> pending;   // references queued by the traversal callback
     PodArray<Pending> merged;    // single-reference objects to explore as part of `source`
     PodArray<uint32_t> stack;    // liveness propagation
+    ChunkSeeds seeds;            // the current chunk of seeds (explore)
     uint32_t current = 0;        // the node whose references are being queued
 
     void reset(size_t limit) {
@@ -202,8 +274,10 @@ void process_pending(Pass &pass) {
         if (i + kPrefetchDistance < kept) {
             g.prefetch(pending[i + kPrefetchDistance].child);
         }
+        PyObject *child = pending[i].child;
+        const ChunkSeeds::Seed *seed = PyCode_Check(child) ? pass.seeds.find(child) : nullptr;
         bool added = false;
-        uint32_t node = g.intern(pending[i].child, &added);
+        uint32_t node = seed != nullptr ? seed->node : g.intern(child, &added);
         if (node == HeapGraph::kNone) {
             if (g.out_of_memory) {
                 return;
@@ -223,14 +297,6 @@ void process_pending(Pass &pass) {
     pass.merged.clear();
 }
 
-// Seeds are added a chunk at a time, each chunk explored before the next is
-// added: a code object is then expanded soon after it was added, and so is
-// what its cache leads to, while their cache lines are still in the CPU cache.
-// Adding every seed first (plain breadth first) read each of 100k code objects
-// twice from memory; chunks made such a pass about 20% faster. The order of
-// exploration does not change the graph a pass builds, only (when the budget
-// runs out) which part of it.
-constexpr size_t kSeedChunk = 256;
 
 // Adds the codes of up to kSeedChunk holders from holders[*next_seed] on, and
 // advances *next_seed (to the end once the budget is spent). False when out
@@ -238,19 +304,22 @@ constexpr size_t kSeedChunk = 256;
 bool add_seeds(Pass &pass, const std::vector<Holder *> &holders, size_t *next_seed) {
     HeapGraph &g = pass.graph;
     size_t end = std::min(*next_seed + kSeedChunk, holders.size());
+    pass.seeds.start_chunk();
     for (size_t i = *next_seed; i < end; i++) {
         Holder *h = holders[i];  // attached: h->code is valid
         // Not is_node_candidate(h->code): it would stall on the code object,
         // which explore() reads later with a prefetch, and there leaves an
         // immortal code unexpanded (a root, so live) -- as if skipped here.
         bool added = false;
-        if (g.intern_code_of(h, &added) == HeapGraph::kNone) {
+        uint32_t node = g.intern_code_of(h, &added);
+        if (node == HeapGraph::kNone) {
             if (g.out_of_memory) {
                 return false;
             }
             *next_seed = holders.size();  // budget spent: the rest stay unexplored
             return true;
         }
+        pass.seeds.add(h->code, h, node);
     }
     *next_seed = end;
     return true;
@@ -262,9 +331,8 @@ bool add_seeds(Pass &pass, const std::vector<Holder *> &holders, size_t *next_se
 constexpr size_t kBatch = 512;
 
 // A node's object is prefetched this many nodes before it is traversed: the
-// lines a traversal reads first (a function's fields span three), and for a
-// code object in the holder index, which nothing has read yet, the line of its
-// co_extra pointer too.
+// lines a traversal reads first (a function's fields span three; a seed's code
+// object has not been read at all yet).
 constexpr size_t kNodePrefetch = 16;
 
 void prefetch_for_traversal(const GraphNode &node) {
@@ -272,9 +340,18 @@ void prefetch_for_traversal(const GraphNode &node) {
     __builtin_prefetch(op);
     __builtin_prefetch(op + 64);
     __builtin_prefetch(op + 128);
+}
+
+// Queues the references of `node` (pass.current), and for a code object
+// returns its holder (NULL if none). A seed's holder comes from pass.seeds.
+Holder *traverse_node(Pass &pass, const GraphNode &node) {
     if (node.flags & NODE_BY_HOLDER) {
-        compat::prefetch_code_extra(node.op);
+        if (const ChunkSeeds::Seed *seed = pass.seeds.find(node.op)) {
+            visit_code_referents(node.op, seed->holder, queue_child, &pass);
+            return seed->holder;
+        }
     }
+    return visit_referents(node.op, queue_child, &pass);
 }
 
 // Readies a node of the holder index for its traversal (see GraphNode's
@@ -301,7 +378,7 @@ bool explore(Pass &pass, const std::vector<Holder *> &holders, size_t first) {
                 continue;
             }
             pass.current = static_cast<uint32_t>(next);
-            Holder *h = visit_referents(g.nodes[next].op, queue_child, &pass);
+            Holder *h = traverse_node(pass, g.nodes[next]);
             if (h != nullptr && !(g.nodes[next].flags & NODE_BY_HOLDER) &&
                 !pass.other_cached_codes.push(CodeWithHolder{pass.current, h})) {
                 return false;

@@ -89,12 +89,6 @@ inline PyObject *code_consts(PyObject *code) {
     return reinterpret_cast<PyCodeObject *>(code)->co_consts;
 }
 
-// Asks for the cache line of a code object's co_extra pointer (the object's
-// fourth line on 3.13), without reading it.
-inline void prefetch_code_extra(PyObject *code) {
-    __builtin_prefetch(&reinterpret_cast<PyCodeObject *>(code)->co_extra);
-}
-
 }  // namespace coextra::compat
 
 // --- frames

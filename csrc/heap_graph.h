@@ -390,13 +390,17 @@ inline bool is_node_candidate(PyObject *op) {
 // Visits every reference op holds that the collector knows of: tp_traverse for
 // GC objects; for a code object its co_consts (nested code lives there) and the
 // virtual edge to its holder. Returns the holder of a code object, else NULL.
+inline void visit_code_referents(PyObject *code, Holder *h, visitproc visit, void *arg) {
+    visit(compat::code_consts(code), arg);
+    if (h != nullptr) {  // h: the holder of code, when it has one
+        visit(reinterpret_cast<PyObject *>(h), arg);
+    }
+}
+
 inline Holder *visit_referents(PyObject *op, visitproc visit, void *arg) {
     if (PyCode_Check(op)) {
-        visit(compat::code_consts(op), arg);
         Holder *h = registry_holder_of(op);
-        if (h != nullptr) {
-            visit(reinterpret_cast<PyObject *>(h), arg);
-        }
+        visit_code_referents(op, h, visit, arg);
         return h;
     }
     Py_TYPE(op)->tp_traverse(op, visit, arg);
