@@ -297,7 +297,6 @@ void process_pending(Pass &pass) {
     pass.merged.clear();
 }
 
-
 // Adds the codes of up to kSeedChunk holders from holders[*next_seed] on, and
 // advances *next_seed (to the end once the budget is spent). False when out
 // of memory.

@@ -387,16 +387,18 @@ inline bool is_node_candidate(PyObject *op) {
     return !compat::is_immortal(op);
 }
 
-// Visits every reference op holds that the collector knows of: tp_traverse for
-// GC objects; for a code object its co_consts (nested code lives there) and the
-// virtual edge to its holder. Returns the holder of a code object, else NULL.
+// Visits what a code object references for the collector: its co_consts
+// (nested code lives there) and, when it has a holder h, the virtual edge to h.
 inline void visit_code_referents(PyObject *code, Holder *h, visitproc visit, void *arg) {
     visit(compat::code_consts(code), arg);
-    if (h != nullptr) {  // h: the holder of code, when it has one
+    if (h != nullptr) {
         visit(reinterpret_cast<PyObject *>(h), arg);
     }
 }
 
+// Visits every reference op holds that the collector knows of: tp_traverse for
+// GC objects, visit_code_referents for a code object. Returns the holder of a
+// code object, else NULL.
 inline Holder *visit_referents(PyObject *op, visitproc visit, void *arg) {
     if (PyCode_Check(op)) {
         Holder *h = registry_holder_of(op);

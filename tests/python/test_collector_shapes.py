@@ -309,6 +309,33 @@ def test_kept_when_reachable_from_another_code_objects_co_consts():
     assert coextra.collect() == 1
 
 
+def _immortal_stdlib_functions():
+    """Functions of deep-frozen stdlib modules: their code objects are immortal
+    (3.12) or carry a reference count of about 10**9 (3.11)."""
+    import os
+    import posixpath
+
+    functions = [f for f in vars(posixpath).values() if isinstance(f, types.FunctionType)]
+    functions += [f for f in vars(os).values() if isinstance(f, types.FunctionType)]
+    return [f for f in functions if sys.getrefcount(f.__code__) > 1 << 29][:8]
+
+
+def test_kept_when_the_code_is_immortal_and_the_others_are_still_collected():
+    immortal = _immortal_stdlib_functions()
+    if not immortal:
+        pytest.skip("no immortal code objects in this interpreter's stdlib")
+    for f in immortal:  # products that reference their own code: a cycle, but immortal
+        coextra.attach(f, [f, f.__code__])
+    dead = [fresh(i) for i in range(INSTANCES)]
+    for f in dead:
+        coextra.attach(f, Plain(f))
+    del dead, f
+    assert coextra.collect() == INSTANCES
+    assert all(coextra.holder(f.__code__) is not None for f in immortal)
+    for f in immortal:
+        coextra.detach(f.__code__)
+
+
 def test_kept_while_its_frame_executes_even_with_the_function_deleted():
     source = (
         "import coextra, gc, sys\n"
