@@ -324,11 +324,6 @@ bool add_seeds(Pass &pass, const std::vector<Holder *> &holders, size_t *next_se
     return true;
 }
 
-// Explores from the codes of holders[first, size()): nodes are traversed in
-// order, their references queued, and the queue processed in batches (which
-// adds the nodes traversed next); a new chunk of seeds once all is explored.
-constexpr size_t kBatch = 512;
-
 // A node's object is prefetched this many nodes before it is traversed: the
 // lines a traversal reads first (a function's fields span three; a seed's code
 // object has not been read at all yet).
@@ -362,6 +357,11 @@ bool ready_holder_node(GraphNode &node) {
     node.unexplained = Py_REFCNT(node.op);
     return true;
 }
+
+// Explores from the codes of holders[first, size()): nodes are traversed in
+// order, their references queued, and the queue processed in batches (which
+// adds the nodes traversed next); a new chunk of seeds once all is explored.
+constexpr size_t kBatch = 512;
 
 bool explore(Pass &pass, const std::vector<Holder *> &holders, size_t first) {
     HeapGraph &g = pass.graph;
