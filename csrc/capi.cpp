@@ -41,7 +41,19 @@ PyObject *api_ensure(PyObject *code) {
                      Py_TYPE(code)->tp_name);
         return nullptr;
     }
-    return reinterpret_cast<PyObject *>(registry_ensure(code));
+    // Our own reference for the call (target.h's CodeRef says why). If it
+    // is the last one when we are done, the caller's reference went away
+    // while we allocated: the code object dies now, and with it the holder,
+    // so there is nothing valid to return.
+    Py_INCREF(code);
+    Holder *h = registry_ensure(code);
+    if (h != nullptr && Py_REFCNT(code) == 1) {
+        h = nullptr;
+        PyErr_SetString(PyExc_RuntimeError,
+                        "coextra: ensure(): the code object lost its last reference during the call");
+    }
+    Py_DECREF(code);
+    return reinterpret_cast<PyObject *>(h);
 }
 
 // Functions that can run Python code (an allocation's GC pass on 3.10/3.11, a

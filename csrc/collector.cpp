@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <new>
+#include <pthread.h>
 #include <vector>
 
 namespace coextra {
@@ -17,6 +18,7 @@ namespace {
 
 struct CollectorState {
     bool running = false;
+    pthread_t running_thread{};  // valid while running
     Py_ssize_t budget = kDefaultBudget;
     // registry->attached_total when the previous pass ended. Holders are
     // appended at the back, so the holders attached since then are about the
@@ -490,6 +492,7 @@ Py_ssize_t run_pass(size_t first, size_t node_budget, bool automatic) {
     }
     auto started = std::chrono::steady_clock::now();
     state.running = true;
+    state.running_thread = pthread_self();
 
     Pass &pass = retained;
     pass.reset(node_budget);
@@ -590,5 +593,13 @@ int collector_set_budget(Py_ssize_t nodes) {
 }
 
 bool collector_running() { return state.running; }
+
+void collector_after_fork_child() {
+    // A pass of the forking thread itself (a __del__ that forks) goes on and
+    // ends normally in the child.
+    if (state.running && !pthread_equal(state.running_thread, pthread_self())) {
+        state.running = false;
+    }
+}
 
 }  // namespace coextra

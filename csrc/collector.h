@@ -59,4 +59,9 @@ int collector_set_budget(Py_ssize_t nodes);
 // True while a pass runs (exposed for tests of reentrancy).
 bool collector_running();
 
+// In a child process after fork(): a pass that another thread of the parent
+// was running (in a __del__ that released the GIL) never ends here, so the
+// child forgets it; otherwise every later pass would return 0 at once.
+void collector_after_fork_child();
+
 }  // namespace coextra

@@ -145,4 +145,27 @@ inline void set_eval_frame(EvalFrameFunction function) {
 
 inline EvalFrameFunction default_eval_frame() { return _PyEval_EvalFrameDefault; }
 
+// Suspends sys.settrace and sys.setprofile for `tstate` (and, from 3.12 on,
+// sys.monitoring events, which check the same counter) until resume_tracing;
+// pairs nest. The way CPython itself runs a trace function: code run inside
+// is not traced. 3.10 has no function for it.
+inline void suspend_tracing(PyThreadState *tstate) {
+#if PY_VERSION_HEX >= 0x030B0000
+    PyThreadState_EnterTracing(tstate);
+#else
+    tstate->tracing++;
+    tstate->cframe->use_tracing = 0;
+#endif
+}
+
+inline void resume_tracing(PyThreadState *tstate) {
+#if PY_VERSION_HEX >= 0x030B0000
+    PyThreadState_LeaveTracing(tstate);
+#else
+    tstate->tracing--;
+    tstate->cframe->use_tracing =
+        tstate->tracing == 0 && (tstate->c_tracefunc != nullptr || tstate->c_profilefunc != nullptr);
+#endif
+}
+
 }  // namespace coextra::compat

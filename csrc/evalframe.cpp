@@ -3,25 +3,36 @@
 
 #include "capi.h"
 
+#include <pthread.h>
+
 namespace coextra {
 
 namespace {
 
+PyObject *hook(PyThreadState *tstate, compat::EvalFrame *frame, int throwflag);
+
 struct State {
     // Owned (one reference) while enabled, NULL when disabled.
     PyObject *callback = nullptr;
-    // The evaluator underneath: frames always run with it. Set when the hook
-    // is installed and kept while the hook can still be called (even after
-    // disable), so an in-flight or chained call never finds it NULL.
+    // The evaluator underneath: frames always run with it. Set whenever the
+    // hook is installed and never cleared, so a call that reaches the hook
+    // after disable (another evaluator's chain) still finds it.
     compat::EvalFrameFunction previous = nullptr;
+    // What `previous` becomes when disable() hands the interpreter back to
+    // it: the evaluator the hook ran frames with before it was installed over
+    // `previous`. If `previous` is an evaluator that had been installed over
+    // the hook (and so calls it), frames then flow previous -> hook ->
+    // underneath, and again hook -> underneath once that evaluator puts the
+    // hook back as it leaves: never into an evaluator that has left.
+    compat::EvalFrameFunction underneath = nullptr;
     bool enabled = false;
-    // The hook is the interpreter's evaluator or in another evaluator's chain.
-    bool installed = false;
-    // Callbacks in progress, on any thread. While non-zero every frame passes
-    // through: the GIL serialises the hook, so a plain counter is enough, and a
-    // callback that releases the GIL cannot let another thread recurse in.
-    int compiling = 0;
-    // enabled && compiling == 0: the one flag the hook tests per frame.
+    bool trace = false;  // enable's `trace`: leave tracing on in the callback
+    // A callback is in progress (on any thread). While set, every frame passes
+    // through. At most one at a time: a compile starts only while none is in
+    // progress, and the GIL serialises the hook.
+    bool compiling = false;
+    pthread_t compiling_thread{};  // valid while compiling
+    // enabled && !compiling: the one flag the hook tests per frame.
     bool active = false;
     // Frames looked up that were not hits (frames = hits + misses).
     uint64_t misses = 0;
@@ -32,23 +43,51 @@ struct State {
 
 State state;
 
-void update_active() { state.active = state.enabled && state.compiling == 0; }
+// The frame this thread's hook is handing to a non-default `previous`. Such
+// an evaluator may call the hook again with the same frame (it was installed
+// over the hook and chains to what it found): that frame has been looked up
+// already, and handing it down again would loop.
+thread_local compat::EvalFrame *passing_down = nullptr;
+
+void update_active() { state.active = state.enabled && !state.compiling; }
+
+// Runs the frame with the evaluator underneath.
+PyObject *run_previous(compat::EvalFrameFunction previous, PyThreadState *tstate,
+                       compat::EvalFrame *frame, int throwflag) {
+    if (previous == compat::default_eval_frame()) {
+        return previous(tstate, frame, throwflag);  // cannot come back: no bookkeeping
+    }
+    compat::EvalFrame *outer = passing_down;
+    passing_down = frame;
+    PyObject *result = previous(tstate, frame, throwflag);
+    passing_down = outer;
+    return result;
+}
 
 // Calls the callback for `code` and stores a non-None result. Returns 0, or -1
 // with the callback's (or the store's) exception set.
-int compile(PyObject *code) {
+int compile(PyThreadState *tstate, PyObject *code) {
     const coextra_CAPI *api = state.api;
     if (api->closed()) {
         return 0;  // interpreter teardown: never try to store
     }
     // Our own reference: the callback may disable or re-enable the backend,
-    // which drops the backend's reference to it.
+    // which drops the backend's reference to it. Likewise `suspend` is read
+    // once: the callback may change the option.
     PyObject *callback = Py_NewRef(state.callback);
-    state.compiling++;
+    bool suspend = !state.trace;
+    state.compiling = true;
+    state.compiling_thread = pthread_self();
     update_active();
     state.stats.compiles++;
+    if (suspend) {
+        compat::suspend_tracing(tstate);
+    }
     PyObject *product = PyObject_CallOneArg(callback, code);
-    state.compiling--;
+    if (suspend) {
+        compat::resume_tracing(tstate);
+    }
+    state.compiling = false;
     update_active();
     Py_DECREF(callback);
     if (product == nullptr) {
@@ -72,12 +111,19 @@ int compile(PyObject *code) {
 }
 
 PyObject *hook(PyThreadState *tstate, compat::EvalFrame *frame, int throwflag) {
+    // Read once: a callback may re-enable over another evaluator meanwhile.
     compat::EvalFrameFunction previous = state.previous;
+    // passing_down is only ever set for a non-default `previous`; the test
+    // keeps the thread-local read off the common path.
+    if (previous != compat::default_eval_frame() && frame == passing_down) {
+        // Back from the evaluator we handed this frame to: run it ourselves.
+        return compat::default_eval_frame()(tstate, frame, throwflag);
+    }
     // throwflag: the frame is resumed to raise an exception already set
     // (generator.throw); calling Python code now would clobber it.
     if (!state.active || throwflag) {
         state.stats.passthrough++;
-        return previous(tstate, frame, throwflag);
+        return run_previous(previous, tstate, frame, throwflag);
     }
     PyObject *code = compat::frame_code(frame);
     // The header's inline holder read, then the table's front(): every entry
@@ -86,22 +132,22 @@ PyObject *hook(PyThreadState *tstate, compat::EvalFrame *frame, int throwflag) {
     PyObject *holder = coextra_holder_of(code);
     if (holder != nullptr && state.api->front(holder) != nullptr) {
         state.stats.hits++;
-        return previous(tstate, frame, throwflag);
+        return run_previous(previous, tstate, frame, throwflag);
     }
     state.misses++;
-    if (compile(code) < 0) {
+    if (compile(tstate, code) < 0) {
         // Run the frame in "throw" mode: the evaluator raises the pending
         // exception inside the frame, so the frame is unwound and popped by
         // its own evaluator (returning NULL here would leak the 3.11+ frame),
         // as if its first instruction raised.
-        return previous(tstate, frame, 1);
+        return run_previous(previous, tstate, frame, 1);
     }
-    return previous(tstate, frame, throwflag);
+    return run_previous(previous, tstate, frame, throwflag);
 }
 
 }  // namespace
 
-int evalframe_enable(PyObject *callback) {
+int evalframe_enable(PyObject *callback, bool trace) {
     if (!PyCallable_Check(callback)) {
         PyErr_Format(PyExc_TypeError, "evalframe.enable: callback must be callable, not '%.200s'",
                      Py_TYPE(callback)->tp_name);
@@ -109,14 +155,15 @@ int evalframe_enable(PyObject *callback) {
     }
     state.api = capi_table();
     coextra_api = state.api;  // this file's copy of the header's table pointer (coextra_holder_of)
-    if (!state.installed) {
-        compat::EvalFrameFunction current = compat::get_eval_frame();
+    compat::EvalFrameFunction current = compat::get_eval_frame();
+    if (current != hook) {
+        state.underneath = state.previous ? state.previous : compat::default_eval_frame();
         state.previous = current ? current : compat::default_eval_frame();
         compat::set_eval_frame(hook);
-        state.installed = true;
     }
     PyObject *old = state.callback;
     state.callback = Py_NewRef(callback);
+    state.trace = trace;
     state.enabled = true;
     update_active();
     Py_XDECREF(old);  // last: may run a __del__ that sees the new state
@@ -124,9 +171,9 @@ int evalframe_enable(PyObject *callback) {
 }
 
 void evalframe_disable() {
-    if (state.installed && compat::get_eval_frame() == hook) {
+    if (compat::get_eval_frame() == hook) {
         compat::set_eval_frame(state.previous);
-        state.installed = false;
+        state.previous = state.underneath;
     }
     state.enabled = false;
     update_active();
@@ -135,9 +182,11 @@ void evalframe_disable() {
     Py_XDECREF(old);
 }
 
-bool evalframe_is_enabled() { return state.enabled; }
+bool evalframe_is_enabled() { return state.enabled && compat::get_eval_frame() == hook; }
 
 PyObject *evalframe_callback() { return state.callback; }
+
+bool evalframe_traces_callback() { return state.trace; }
 
 EvalFrameStats evalframe_stats() {
     EvalFrameStats stats = state.stats;
@@ -148,6 +197,15 @@ EvalFrameStats evalframe_stats() {
 void evalframe_reset_stats() {
     state.stats = EvalFrameStats{};
     state.misses = 0;
+}
+
+void evalframe_after_fork_child() {
+    // The forking thread is the child's only thread; a compile of its own
+    // (a callback that forks) goes on and finishes normally in the child.
+    if (state.compiling && !pthread_equal(state.compiling_thread, pthread_self())) {
+        state.compiling = false;
+        update_active();
+    }
 }
 
 }  // namespace coextra

@@ -1,6 +1,8 @@
 // holder.cpp -- the Holder type: list operations and the Python methods.
 #include "holder.h"
 
+#include "fastcall_args.h"
+
 #include "live_counts.h"
 
 #include <cstring>
@@ -244,30 +246,7 @@ static PyObject *holder_py_add(PyObject *op, PyObject *const *args, Py_ssize_t n
                                PyObject *kwnames) {
     static const char *const names[] = {"product", "guard"};
     PyObject *values[2] = {nullptr, Py_None};
-    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    if (nargs > 2) {
-        PyErr_Format(PyExc_TypeError, "add() takes at most 2 arguments (%zd given)", nargs);
-        return nullptr;
-    }
-    for (Py_ssize_t i = 0; i < nargs; i++) {
-        values[i] = args[i];
-    }
-    for (Py_ssize_t k = 0; k < nkw; k++) {
-        PyObject *key = PyTuple_GET_ITEM(kwnames, k);
-        int slot = -1;
-        for (int j = 0; j < 2; j++) {
-            if (PyUnicode_CompareWithASCIIString(key, names[j]) == 0) {
-                slot = j;
-            }
-        }
-        if (slot < 0 || slot < nargs) {
-            PyErr_Format(PyExc_TypeError, "add() got an unexpected or repeated argument '%U'", key);
-            return nullptr;
-        }
-        values[slot] = args[nargs + k];
-    }
-    if (values[0] == nullptr) {
-        PyErr_SetString(PyExc_TypeError, "add() missing required argument 'product'");
+    if (!parse_fastcall_args("add", names, 2, args, nargs, kwnames, values)) {
         return nullptr;
     }
     return reinterpret_cast<PyObject *>(
@@ -305,7 +284,13 @@ static PyObject *holder_py_lookup(PyObject *op, PyObject *const *args, Py_ssize_
     return found ? reinterpret_cast<PyObject *>(found) : Py_NewRef(Py_None);
 }
 
-static PyObject *holder_py_remove(PyObject *op, PyObject *entry) {
+static PyObject *holder_py_remove(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
+                                  PyObject *kwnames) {
+    static const char *const names[] = {"entry"};
+    PyObject *entry = nullptr;
+    if (!parse_fastcall_args("remove", names, 1, args, nargs, kwnames, &entry)) {
+        return nullptr;
+    }
     if (!entry_check(entry) ||
         !holder_remove(reinterpret_cast<Holder *>(op), reinterpret_cast<Entry *>(entry))) {
         PyErr_SetString(PyExc_ValueError, "Holder.remove(entry): entry is not in this holder");
@@ -385,15 +370,19 @@ static PyObject *holder_repr(PyObject *op) {
 static PyMethodDef holder_methods[] = {
     {"add", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(holder_py_add)),
      METH_FASTCALL | METH_KEYWORDS,
+     "add($self, /, product, guard=None)\n--\n\n"
      "add(product, guard=None) -> Entry\n\nInsert a new entry at the front; evict beyond "
      "max_entries."},
     {"lookup", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(holder_py_lookup)),
      METH_FASTCALL | METH_KEYWORDS,
+     "lookup($self, /, *args, **kwargs)\n--\n\n"
      "lookup(*args, **kwargs) -> Entry | None\n\nThe first entry whose guard returns true for "
      "these arguments (an entry without a guard always matches); the hit moves to the front."},
-    {"remove", holder_py_remove, METH_O,
+    {"remove", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(holder_py_remove)),
+     METH_FASTCALL | METH_KEYWORDS,
+     "remove($self, /, entry)\n--\n\n"
      "remove(entry)\n\nRemove entry; ValueError if it is not in this holder."},
-    {"clear", holder_py_clear, METH_NOARGS, "clear()\n\nRemove every entry."},
+    {"clear", holder_py_clear, METH_NOARGS, "clear($self, /)\n--\n\nRemove every entry."},
     {nullptr, nullptr, 0, nullptr},
 };
 

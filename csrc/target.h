@@ -24,4 +24,28 @@ inline PyObject *code_of(PyObject *obj) {
     return nullptr;
 }
 
+// The code object of obj as a strong reference held for a whole call.
+//
+// code_of() borrows the code from the function, and the function's reference
+// can go away in the middle of a call: any allocation may run a GC pass
+// (3.10/3.11), and its callbacks, finalizers or another thread may assign
+// f.__code__. A holder would then be attached to freed memory. Every public
+// entry point that takes `obj` therefore holds this for as long as it uses
+// the code; results that outlive the call (a holder, an entry) are new
+// references taken before it is released, so a code object that dies at the
+// end of the call detaches its holder cleanly.
+class CodeRef {
+public:
+    explicit CodeRef(PyObject *obj) : code_(code_of(obj)) { Py_XINCREF(code_); }
+    ~CodeRef() { Py_XDECREF(code_); }
+    CodeRef(const CodeRef &) = delete;
+    CodeRef &operator=(const CodeRef &) = delete;
+
+    // NULL (with TypeError set) when obj had no code.
+    PyObject *get() const { return code_; }
+
+private:
+    PyObject *code_;
+};
+
 }  // namespace coextra

@@ -32,18 +32,19 @@ void bind_capi(py::module_ &m) {
 
     m.def(
         "_evalframe_enable",
-        [](py::handle callback) {
-            if (evalframe_enable(callback.ptr()) < 0) {
+        [](py::handle callback, bool trace) {
+            if (evalframe_enable(callback.ptr(), trace) < 0) {
                 throw py::error_already_set();
             }
         },
-        py::arg("callback"));
+        py::arg("callback"), py::kw_only(), py::arg("trace") = false);
     m.def("_evalframe_disable", &evalframe_disable);
     m.def("_evalframe_is_enabled", &evalframe_is_enabled);
     m.def("_evalframe_callback", []() -> py::object {
         PyObject *callback = evalframe_callback();
         return py::reinterpret_borrow<py::object>(callback ? callback : Py_None);
     });
+    m.def("_evalframe_traces_callback", &evalframe_traces_callback);
     m.def("_evalframe_stats", &evalframe_stats_dict);
     m.def("_evalframe_reset_stats", &evalframe_reset_stats);
 

@@ -55,11 +55,11 @@ void set_budget(py::handle nodes) {
 }
 
 py::list explain(py::handle obj) {
-    PyObject *code = code_of(obj.ptr());
-    if (code == nullptr) {
+    CodeRef code(obj.ptr());  // explain_paths allocates: hold the code (target.h)
+    if (code.get() == nullptr) {
         throw py::error_already_set();
     }
-    PyObject *paths = explain_paths(code, collector_budget());
+    PyObject *paths = explain_paths(code.get(), collector_budget());
     if (paths == nullptr) {
         throw py::error_already_set();
     }

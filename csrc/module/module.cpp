@@ -6,6 +6,11 @@
 // lookup itself (see bench/bench_lookup.py).
 #include <pybind11/pybind11.h>
 
+#include <pthread.h>
+
+#include "../collector.h"
+#include "../fastcall_args.h"
+#include "../evalframe.h"
 #include "../holder.h"
 #include "../live_counts.h"
 #include "../registry.h"
@@ -21,39 +26,28 @@ void add_collector_stats(py::dict &out);
 
 namespace {
 
-PyObject *code_or_throw(py::handle obj) {
-    PyObject *code = code_of(obj.ptr());
-    if (code == nullptr) {
+PyObject *code_or_throw(const CodeRef &code) {
+    if (code.get() == nullptr) {
         throw py::error_already_set();
     }
-    return code;
+    return code.get();
 }
 
 // holder(obj, create=False) -> Holder | None
 PyObject *py_holder(PyObject *, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
-    PyObject *create_arg = nullptr;
-    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    if (nargs + nkw < 1 || nargs + nkw > 2 || nargs < 1) {
-        PyErr_SetString(PyExc_TypeError, "holder() takes obj and an optional create=False");
+    static const char *const names[] = {"obj", "create"};
+    PyObject *values[2] = {nullptr, Py_False};
+    if (!parse_fastcall_args("holder", names, 2, args, nargs, kwnames, values)) {
         return nullptr;
     }
-    if (nargs == 2) {
-        create_arg = args[1];
-    }
-    if (nkw == 1) {
-        if (nargs == 2 || PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "create") != 0) {
-            PyErr_Format(PyExc_TypeError, "holder() got an unexpected or repeated argument '%U'",
-                         PyTuple_GET_ITEM(kwnames, 0));
-            return nullptr;
-        }
-        create_arg = args[1];
-    }
-    PyObject *code = code_of(args[0]);
+    PyObject *create_arg = values[1];
+    CodeRef code_ref(values[0]);  // held across registry_ensure's allocation (target.h)
+    PyObject *code = code_ref.get();
     if (code == nullptr) {
         return nullptr;
     }
     Holder *h = registry_holder_of(code);
-    if (h == nullptr && create_arg != nullptr) {
+    if (h == nullptr && create_arg != Py_False) {
         int create = PyObject_IsTrue(create_arg);
         if (create < 0) {
             return nullptr;
@@ -71,6 +65,7 @@ PyObject *py_holder(PyObject *, PyObject *const *args, Py_ssize_t nargs, PyObjec
 PyMethodDef raw_functions[] = {
     {"holder", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_holder)),
      METH_FASTCALL | METH_KEYWORDS,
+     "holder($module, /, obj, create=False)\n--\n\n"
      "holder(obj, create=False) -> Holder | None\n\n"
      "The holder of obj's code object (obj: a code object, a Python function or a bound\n"
      "method). With create=True, make and attach one if it is missing."},
@@ -78,7 +73,8 @@ PyMethodDef raw_functions[] = {
 };
 
 py::object attach(py::handle obj, py::handle product, py::handle guard) {
-    Holder *borrowed = registry_ensure(code_or_throw(obj));
+    CodeRef code(obj.ptr());
+    Holder *borrowed = registry_ensure(code_or_throw(code));
     if (borrowed == nullptr) {
         throw py::error_already_set();
     }
@@ -93,7 +89,8 @@ py::object attach(py::handle obj, py::handle product, py::handle guard) {
 }
 
 bool detach(py::handle obj) {
-    Holder *h = registry_holder_of(code_or_throw(obj));
+    CodeRef code(obj.ptr());
+    Holder *h = registry_holder_of(code_or_throw(code));
     return h != nullptr && registry_detach(h) == 1;
 }
 
@@ -133,6 +130,26 @@ py::dict stats() {
     return out;
 }
 
+// fork() copies the process with only the forking thread. State that another
+// thread had mid-flight (a collector pass, an evalframe compile, each of which
+// can release the GIL in Python code) would stay "in progress" forever in the
+// child; pthread_atfork covers os.fork() and forks from C alike. The handlers
+// touch plain C state only, as a fork handler must.
+void after_fork_child() {
+    collector_after_fork_child();
+    evalframe_after_fork_child();
+}
+
+void register_fork_handler() {
+    static bool registered = false;  // once per process: the module may be re-imported
+    if (!registered) {
+        if (pthread_atfork(nullptr, nullptr, after_fork_child) != 0) {
+            throw py::import_error("coextra: pthread_atfork failed (out of memory)");
+        }
+        registered = true;
+    }
+}
+
 }  // namespace
 
 // The pybind11 module is built under an internal name; PyInit__coextra below is
@@ -161,6 +178,7 @@ PYBIND11_MODULE(_coextra_pybind11, m) {
           "stats() -> dict\n\nCounts: holders and entries attached now, attached_total and\n"
           "detached_total ever, holders_alive and entries_alive (including detached).");
     bind_capi(m);
+    register_fork_handler();
 }
 
 // coextra runs in the main interpreter only (registry.h). The check must come

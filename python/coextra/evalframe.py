@@ -3,11 +3,13 @@
 While enabled, every Python frame about to run is looked up in coextra (from C,
 through the same function table a third-party backend gets). A frame whose code
 object has an entry is a *hit*. Otherwise ``callback(code)`` is called, with the
-backend switched off on every thread for the duration of the call, and a result
-other than None is stored as an entry for that code. The frame then runs with
-the evaluator that was installed before the backend, so the program behaves as
-without it. An exception raised by the callback propagates out of the frame that
-triggered it.
+backend switched off on every thread and tracing and profiling suspended on its
+own thread for the duration of the call, and a result other than None is stored
+as an entry for that code. The frame then runs with the evaluator that was
+installed before the backend. An exception raised by the callback propagates out
+of the frame that triggered it. What any PEP 523 evaluator changes (no call
+specialization, less recursion depth, ...) is listed in the README's
+"PEP 523 effects".
 
     from coextra import evalframe
 
@@ -27,29 +29,41 @@ from . import _coextra
 Callback = Callable[[CodeType], Any]
 
 
-def enable(callback: Callback) -> None:
-    """Install the backend with ``callback``.
+def enable(callback: Callback, *, trace: bool = False) -> None:
+    """Turn the backend on with ``callback``.
 
-    When it is already enabled, only the callback is replaced; the evaluator
-    underneath stays the one found by the first enable.
+    The backend's hook is installed over the interpreter's current evaluator
+    whenever it is not the current one (another PEP 523 user may have replaced
+    or unhooked it since); when it is, only the callback changes. ``trace=True``
+    lets ``sys.settrace``, ``sys.setprofile`` and ``sys.monitoring`` see the
+    callback's own frames (for debugging a backend); by default they do not.
     """
-    _coextra._evalframe_enable(callback)
+    _coextra._evalframe_enable(callback, trace=trace)
 
 
 def disable() -> None:
-    """Switch the backend off and restore the evaluator found at enable.
+    """Switch the backend off and put back the evaluator it runs frames with.
 
-    If another PEP 523 evaluator was installed on top of the backend since, it is
-    left in place and the backend stays underneath it as a pass-through. A
-    callback running at the time finishes and its result is still stored.
-    Does nothing when the backend is off.
+    If another PEP 523 evaluator is current (installed on top of the backend
+    since), it is left in place; should it call the backend underneath, frames
+    pass through. A callback running at the time finishes and its result is
+    still stored. Does nothing when the backend is off.
     """
     _coextra._evalframe_disable()
 
 
 def is_enabled() -> bool:
-    """Whether the backend is on."""
+    """Whether the backend is on and its hook is the interpreter's evaluator.
+
+    False once another evaluator has been installed over it or has put back
+    the one it saved; ``enable()`` then installs the hook again.
+    """
     return _coextra._evalframe_is_enabled()
+
+
+def traces_callback() -> bool:
+    """Whether the callback runs with tracing and profiling on (``trace=True``)."""
+    return _coextra._evalframe_traces_callback()
 
 
 def callback() -> Optional[Callback]:
@@ -58,21 +72,23 @@ def callback() -> Optional[Callback]:
 
 
 @contextlib.contextmanager
-def enabled(callback: Callback) -> Iterator[None]:
+def enabled(callback: Callback, *, trace: bool = False) -> Iterator[None]:
     """Enable the backend with ``callback`` for the ``with`` block.
 
     On exit the state from before the block comes back: the previous callback
-    if the backend was already on, otherwise the backend is disabled.
+    (and its ``trace`` option) if the backend was already on, otherwise the
+    backend is disabled.
     """
     outer = _coextra._evalframe_callback()
-    enable(callback)
+    outer_trace = _coextra._evalframe_traces_callback()
+    enable(callback, trace=trace)
     try:
         yield
     finally:
         if outer is None:
             disable()
         else:
-            enable(outer)
+            enable(outer, trace=outer_trace)
 
 
 def stats() -> dict[str, int]:
@@ -91,4 +107,13 @@ def reset_stats() -> None:
     _coextra._evalframe_reset_stats()
 
 
-__all__ = ["enable", "disable", "enabled", "is_enabled", "callback", "stats", "reset_stats"]
+__all__ = [
+    "enable",
+    "disable",
+    "enabled",
+    "is_enabled",
+    "traces_callback",
+    "callback",
+    "stats",
+    "reset_stats",
+]

@@ -38,6 +38,18 @@ def no_leaked_holders_or_entries(request):
         assert after == before, f"holders/entries alive before {before}, after {after}"
 
 
+@pytest.fixture
+def evalframe_off_afterwards():
+    """For the evalframe tests: zeroed counters, and the backend off afterwards
+    (switched with the raw function, so that no frame of evalframe.py counts)."""
+    from coextra import _coextra, evalframe
+
+    evalframe.reset_stats()
+    yield
+    _coextra._evalframe_disable()
+    evalframe.reset_stats()
+
+
 def subprocess_env() -> dict:
     """Environment for a child interpreter that imports this checkout's coextra."""
     env = dict(os.environ)

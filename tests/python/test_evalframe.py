@@ -34,12 +34,7 @@ bench = load("_capi_bench")
 CREATION_FRAME = 1 if sys.version_info >= (3, 11) else 0
 
 
-@pytest.fixture(autouse=True)
-def backend_off_afterwards():
-    evalframe.reset_stats()
-    yield
-    _coextra._evalframe_disable()
-    evalframe.reset_stats()
+pytestmark = pytest.mark.usefixtures("evalframe_off_afterwards")
 
 
 class Recorder:

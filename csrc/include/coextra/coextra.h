@@ -83,8 +83,11 @@ typedef struct coextra_CAPI {
     PyObject *(*holder_of)(PyObject *code);
 
     /* The holder of `code`, created and attached when missing. Borrowed.
-     * NULL with an exception set on failure: MemoryError, or RuntimeError
-     * once the interpreter is shutting down (see closed()). */
+     * coextra holds its own reference to `code` while it allocates, so code
+     * run meanwhile cannot free it under the call. NULL with an exception
+     * set on failure: MemoryError, RuntimeError once the interpreter is
+     * shutting down (see closed()) or when that code dropped what was the
+     * last reference besides coextra's. */
     PyObject *(*ensure)(PyObject *code);
 
     /* Adds an entry at the front of `holder` (evicting the least recently

@@ -1,0 +1,361 @@
+"""coextra.evalframe beside other PEP 523 users, under tracers and across fork().
+
+Another evaluator may be installed over the backend, may call it or not, and
+may put back whatever it saved when it leaves (PyTorch Dynamo puts back
+CPython's default at the end of a compiled region). is_enabled() reports
+whether the backend's hook is the interpreter's evaluator, and enable()
+installs it again whenever it is not."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import threading
+
+import pytest
+
+import coextra
+from capi_ext import load
+from coextra import _coextra, evalframe
+from conftest import make_function
+
+bench = load("_capi_bench")
+
+
+pytestmark = pytest.mark.usefixtures("evalframe_off_afterwards")
+
+
+class Recorder:
+    def __init__(self):
+        self.codes = []
+
+    def __call__(self, code):
+        self.codes.append(code)
+        return ("compiled", code)
+
+    def count(self, function) -> int:
+        return self.codes.count(function.__code__)
+
+
+# A foreign evaluator switch through ctypes, as any C extension would do it.
+_api = ctypes.pythonapi
+_api.PyInterpreterState_Get.restype = ctypes.c_void_p
+_api._PyInterpreterState_GetEvalFrameFunc.restype = ctypes.c_void_p
+_api._PyInterpreterState_GetEvalFrameFunc.argtypes = [ctypes.c_void_p]
+_api._PyInterpreterState_SetEvalFrameFunc.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+DEFAULT_EVALUATOR = ctypes.cast(_api._PyEval_EvalFrameDefault, ctypes.c_void_p).value
+
+
+def current_evaluator() -> int:
+    return _api._PyInterpreterState_GetEvalFrameFunc(_api.PyInterpreterState_Get())
+
+
+def set_evaluator(function: int) -> None:
+    _api._PyInterpreterState_SetEvalFrameFunc(_api.PyInterpreterState_Get(), function)
+
+
+# --- another evaluator puts back CPython's default ---------------------------
+
+
+def test_an_evaluator_reset_to_the_default_unhooks_the_backend_and_is_enabled_says_so():
+    f = make_function()
+    record = Recorder()
+    evalframe.enable(record)
+    assert evalframe.is_enabled()
+    set_evaluator(DEFAULT_EVALUATOR)  # what Dynamo does at the end of a region
+    assert not evalframe.is_enabled()
+    frames = evalframe.stats()["frames"]
+    f(1)
+    assert evalframe.stats()["frames"] == frames and record.count(f) == 0
+
+
+def test_enable_installs_the_hook_again_after_it_was_unhooked():
+    f = make_function()
+    record = Recorder()
+    evalframe.enable(record)
+    set_evaluator(DEFAULT_EVALUATOR)
+    evalframe.enable(record)
+    assert evalframe.is_enabled()
+    f(1)
+    f(2)
+    assert record.count(f) == 1 and coextra.holder(f).entries[0].hits == 1
+    evalframe.disable()
+    assert current_evaluator() == DEFAULT_EVALUATOR
+
+
+def test_enabled_block_survives_an_unhook_inside_it():
+    f = make_function()
+    record = Recorder()
+    with evalframe.enabled(record):
+        set_evaluator(DEFAULT_EVALUATOR)
+        with evalframe.enabled(record):  # a nested block re-installs
+            f(1)
+        assert not evalframe.is_enabled() or evalframe.callback() is record
+    assert not evalframe.is_enabled() and record.count(f) == 1
+
+
+# --- another evaluator on top that calls the one underneath -------------------
+
+
+def test_an_evaluator_on_top_that_calls_the_backend_keeps_it_working():
+    f = make_function()
+    record = Recorder()
+    evalframe.enable(record)
+    bench.counting_hook_enable()  # on top; calls the hook underneath
+    try:
+        assert not evalframe.is_enabled(), "another evaluator is the interpreter's"
+        before = bench.counting_hook_frames()
+        f(1)
+        assert record.count(f) == 1, "frames still reach the backend through the chain"
+        assert bench.counting_hook_frames() > before
+    finally:
+        bench.raw_hook_disable()
+    assert evalframe.is_enabled()
+
+
+def test_enable_over_an_evaluator_that_calls_the_backend_runs_each_frame_once_through_both():
+    f = make_function()
+    record = Recorder()
+    evalframe.enable(record)
+    bench.counting_hook_enable()
+    try:
+        evalframe.enable(record)  # the hook on top again: a loop hook -> counting -> hook
+        assert evalframe.is_enabled()
+        before = bench.counting_hook_frames()
+        assert [f(i) for i in range(5)] == [1, 2, 3, 4, 5]
+        assert bench.counting_hook_frames() - before >= 5, "the other evaluator sees every frame"
+        assert record.count(f) == 1 and coextra.holder(f).entries[0].hits == 4
+        evalframe.disable()  # hands the interpreter back to the counting hook
+        assert current_evaluator() != DEFAULT_EVALUATOR and not evalframe.is_enabled()
+        assert f(1) == 2
+    finally:
+        bench.raw_hook_disable()  # puts the (disabled) hook back: it must not call a departed evaluator
+    assert f(1) == 2
+    evalframe.disable()
+    assert current_evaluator() == DEFAULT_EVALUATOR or evalframe.is_enabled() is False
+
+
+# --- PyTorch Dynamo, when installed (Python 3.11: torch 2.13 CPU) --------------
+
+
+def test_torch_compile_regions_leave_the_backend_reinstallable():
+    torch = pytest.importorskip("torch")
+    f = make_function()
+    record = Recorder()
+
+    def model(x):
+        return torch.sin(x) + 1
+
+    compiled = torch.compile(model, backend="eager")
+    evalframe.enable(record)
+    x = torch.ones(3)
+    assert torch.equal(compiled(x), model(x))
+    # Dynamo installs its own evaluator for the region and puts back what it
+    # found or CPython's default; either way the truth is reported.
+    if not evalframe.is_enabled():
+        evalframe.enable(record)
+    assert evalframe.is_enabled()
+    f(1)
+    assert record.count(f) == 1
+
+
+# --- tracing and profiling ----------------------------------------------------
+
+
+def traced_code_names(body, *, trace: bool):
+    f = make_function()
+    names = []
+
+    def tracer(frame, event, arg):
+        if event == "call":
+            names.append(frame.f_code.co_name)
+        return None
+
+    def compile_step(code):
+        return helper_in_the_callback(code)
+
+    _coextra._evalframe_enable(compile_step, trace=trace)
+    sys.settrace(tracer)
+    try:
+        body(f)
+    finally:
+        sys.settrace(None)
+        _coextra._evalframe_disable()
+    return names
+
+
+def helper_in_the_callback(code):
+    return ("compiled", code)
+
+
+def test_tracers_do_not_see_the_callback_frames_by_default():
+    names = traced_code_names(lambda f: f(1), trace=False)
+    assert "f" in names
+    assert "compile_step" not in names and "helper_in_the_callback" not in names
+
+
+def test_trace_true_lets_tracers_see_the_callback():
+    names = traced_code_names(lambda f: f(1), trace=True)
+    assert "compile_step" in names and "helper_in_the_callback" in names
+
+
+def test_a_raising_tracer_does_not_fail_the_compile():
+    f = make_function()
+    record = Recorder()
+
+    def tracer(frame, event, arg):
+        if frame.f_code is Recorder.__call__.__code__:
+            raise RuntimeError("a tracer that fails on the backend's frames")
+        return tracer
+
+    _coextra._evalframe_enable(record)
+    sys.settrace(tracer)
+    try:
+        result = f(1)
+    finally:
+        sys.settrace(None)
+        _coextra._evalframe_disable()
+    assert result == 2 and record.count(f) == 1 and coextra.holder(f) is not None
+
+
+def test_profilers_do_not_see_the_callback_frames():
+    f = make_function()
+    names = []
+
+    def profiler(frame, event, arg):
+        if event == "call":
+            names.append(frame.f_code.co_name)
+
+    _coextra._evalframe_enable(Recorder())
+    sys.setprofile(profiler)
+    try:
+        f(1)
+    finally:
+        sys.setprofile(None)
+        _coextra._evalframe_disable()
+    assert "f" in names and "__call__" not in names
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="sys.monitoring is 3.12+")
+def test_sys_monitoring_does_not_see_the_callback_frames():
+    mon = sys.monitoring
+    tool = mon.PROFILER_ID
+    f = make_function()
+    names = []
+    mon.use_tool_id(tool, "coextra-test")
+    try:
+        mon.register_callback(tool, mon.events.PY_START, lambda code, offset: names.append(code.co_name))
+        mon.set_events(tool, mon.events.PY_START)
+        _coextra._evalframe_enable(Recorder())
+        try:
+            f(1)
+        finally:
+            _coextra._evalframe_disable()
+            mon.set_events(tool, 0)
+    finally:
+        mon.register_callback(tool, mon.events.PY_START, None)
+        mon.free_tool_id(tool)
+    assert "f" in names and "__call__" not in names
+
+
+def test_the_context_manager_restores_the_trace_option():
+    with evalframe.enabled(Recorder(), trace=True):
+        assert evalframe.traces_callback()
+        with evalframe.enabled(Recorder()):
+            assert not evalframe.traces_callback()
+        assert evalframe.traces_callback()
+    assert not evalframe.is_enabled()
+
+
+# --- fork() ----------------------------------------------------------------
+
+
+def in_child(body) -> int:
+    """Runs body() in a forked child; its exit status (0: body returned True)."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            code = 0 if body() else 3
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # fork with threads (3.12+)
+def test_fork_while_another_thread_is_inside_the_callback():
+    inside, release = threading.Event(), threading.Event()
+    f, g = make_function(), make_function("def g():\n    return 2\n", "g")
+    record = Recorder()
+
+    def slow_callback(code):
+        if code is f.__code__:
+            inside.set()
+            release.wait(10)  # releases the GIL with a compile in progress
+        return record(code)
+
+    thread = threading.Thread(target=lambda: f(1))
+    _coextra._evalframe_enable(slow_callback)
+    try:
+        thread.start()
+        assert inside.wait(10)
+
+        def child():
+            g()  # the parent's compile never ends here: the backend must still work
+            return record.count(g) == 1 and coextra.holder(g) is not None
+
+        status = in_child(child)
+    finally:
+        release.set()
+        thread.join()
+        _coextra._evalframe_disable()
+    assert status == 0
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_fork_while_another_thread_is_inside_collect():
+    inside, release = threading.Event(), threading.Event()
+
+    class Slow:
+        def __del__(self):
+            inside.set()
+            release.wait(10)  # releases the GIL with a collection running
+
+    def make_garbage_cache():
+        f = make_function()
+        coextra.attach(f, (f, Slow()))
+
+    make_garbage_cache()
+    thread = threading.Thread(target=coextra.collect)
+    thread.start()
+    try:
+        assert inside.wait(10)
+
+        def child():
+            make_garbage_cache()
+            return coextra.collect() == 1
+
+        status = in_child(child)
+    finally:
+        release.set()
+        thread.join()
+    assert status == 0
+
+
+def test_holders_attached_in_the_parent_work_in_the_child():
+    f = make_function()
+    entry = coextra.attach(f, ("product", f))
+    keep = make_function("def k():\n    return 3\n", "k")
+    coextra.attach(keep, "kept")
+
+    def child():
+        holder = coextra.holder(f)
+        ok = holder is not None and holder.entries == [entry] and holder.lookup() is entry
+        del holder
+        ok = ok and coextra.detach(f) and coextra.holder(keep).entries[0].product == "kept"
+        return ok and coextra.collect() == 0 and len(coextra.holders()) == 1
+
+    assert in_child(child) == 0
+    assert coextra.holder(f).entries == [entry]

@@ -1,0 +1,160 @@
+"""The type stubs are the runtime's signatures: every public function and
+method accepts exactly the parameters _coextra.pyi declares, by position and
+by keyword, and a typed client passes mypy --strict against them."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import coextra
+from coextra import _coextra
+from conftest import REPO, make_function, subprocess_env
+
+STUB = os.path.join(REPO, "python", "coextra", "_coextra.pyi")
+
+
+def stub_signatures() -> dict[str, list[tuple[str, bool, str]]]:
+    """'name' or 'Class.method' -> [(parameter, has_default, kind)], from the stub."""
+    tree = ast.parse(open(STUB).read())
+    out: dict[str, list[tuple[str, bool, str]]] = {}
+
+    def params(fn: ast.FunctionDef) -> list[tuple[str, bool, str]]:
+        a = fn.args
+        positional = a.posonlyargs + a.args
+        defaults = [False] * (len(positional) - len(a.defaults)) + [True] * len(a.defaults)
+        result = [(p.arg, d, "positional") for p, d in zip(positional, defaults)]
+        result += [(p.arg, d is not None, "keyword") for p, d in zip(a.kwonlyargs, a.kw_defaults)]
+        if a.vararg:
+            result.append((a.vararg.arg, True, "varargs"))
+        if a.kwarg:
+            result.append((a.kwarg.arg, True, "varkw"))
+        return [r for r in result if r[0] != "self"]
+
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            out[node.name] = params(node)
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and not any(
+                    isinstance(d, ast.Name) and d.id == "property" for d in item.decorator_list
+                ):
+                    out[f"{node.name}.{item.name}"] = params(item)
+    return out
+
+
+STUBS = stub_signatures()
+
+
+def test_the_stub_declares_every_public_runtime_function_and_no_other():
+    runtime = {
+        name
+        for name in dir(_coextra)
+        if callable(getattr(_coextra, name)) and not isinstance(getattr(_coextra, name), type)
+        and not name.startswith("__")
+    }
+    declared = {name for name in STUBS if "." not in name}
+    assert runtime == declared
+
+
+def test_text_signatures_match_the_stub_where_the_runtime_has_one():
+    # The raw functions and methods carry a __text_signature__; pybind11's do
+    # not (the keyword calls below check those).
+    checked = []
+    for name, params in STUBS.items():
+        owner, _, attr = name.rpartition(".")
+        obj = getattr(getattr(_coextra, owner) if owner else _coextra, attr)
+        try:
+            signature = inspect.signature(obj)
+        except (TypeError, ValueError):
+            continue
+        names = [p.name for p in signature.parameters.values() if p.name != "self"]
+        assert names == [p for p, _, _ in params], name
+        checked.append(name)
+    assert {"holder", "Holder.add", "Holder.remove", "Holder.lookup"} <= set(checked)
+
+
+# One call per stubbed function or method, every argument that has a name given
+# by keyword with a value that makes sense. A TypeError means the runtime does
+# not accept the stub's parameter name.
+def keyword_calls():
+    f = make_function()
+    code = f.__code__
+    yield "holder", lambda: coextra.holder(obj=code, create=True)
+    yield "attach", lambda: coextra.attach(obj=code, product="p", guard=None)
+    yield "detach", lambda: coextra.detach(obj=code)
+    yield "reset", lambda: coextra.reset()
+    yield "holders", lambda: coextra.holders()
+    yield "stats", lambda: coextra.stats()
+    yield "collect", lambda: coextra.collect()
+    yield "set_auto_collect", lambda: coextra.set_auto_collect(enabled=True)
+    yield "get_auto_collect", lambda: coextra.get_auto_collect()
+    yield "set_budget", lambda: coextra.set_budget(nodes=coextra.get_budget())
+    yield "get_budget", lambda: coextra.get_budget()
+    yield "explain", lambda: coextra.explain(obj=code)
+    yield "_evalframe_enable", lambda: (_coextra._evalframe_enable(callback=lambda c: None, trace=False),
+                                        _coextra._evalframe_disable())
+    yield "_evalframe_disable", lambda: _coextra._evalframe_disable()
+    yield "_evalframe_is_enabled", lambda: _coextra._evalframe_is_enabled()
+    yield "_evalframe_callback", lambda: _coextra._evalframe_callback()
+    yield "_evalframe_traces_callback", lambda: _coextra._evalframe_traces_callback()
+    yield "_evalframe_stats", lambda: _coextra._evalframe_stats()
+    yield "_evalframe_reset_stats", lambda: _coextra._evalframe_reset_stats()
+    holder = coextra.holder(code, create=True)
+    yield "Holder.add", lambda: holder.add(product="q", guard=None)
+    yield "Holder.lookup", lambda: holder.lookup()
+    yield "Holder.remove", lambda: holder.remove(entry=holder.add(product="r"))
+    yield "Holder.clear", lambda: holder.clear()
+    yield "Holder.__len__", lambda: len(holder)
+    yield "Holder.__iter__", lambda: list(holder)
+
+
+def test_every_stubbed_function_accepts_its_parameters_by_keyword():
+    calls = dict(keyword_calls())
+    assert set(calls) == set(STUBS), "a keyword call for every stubbed function"
+    for name, call in calls.items():
+        call()  # raises TypeError on a name the runtime does not know
+    coextra.reset()
+
+
+def test_unknown_repeated_and_missing_arguments_are_type_errors():
+    f = make_function()
+    with pytest.raises(TypeError, match="unexpected or repeated argument 'create'"):
+        coextra.holder(f, True, create=True)
+    with pytest.raises(TypeError, match="unexpected or repeated argument 'code'"):
+        coextra.holder(code=f)
+    with pytest.raises(TypeError, match="missing required argument 'obj'"):
+        coextra.holder()
+    with pytest.raises(TypeError, match="at most 2 arguments"):
+        coextra.holder(f, True, 3)
+    holder = coextra.holder(f, create=True)
+    with pytest.raises(TypeError, match="missing required argument 'entry'"):
+        holder.remove()
+    with pytest.raises(TypeError, match="missing required argument 'product'"):
+        holder.add(guard=None)
+
+
+def test_a_typed_client_passes_mypy_strict():
+    if shutil.which("mypy") is None and not _has_module("mypy"):
+        pytest.skip("mypy is not installed (requirements-dev.txt installs it)")
+    client = os.path.join(REPO, "tests", "typing", "client.py")
+    run = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", os.devnull, client],
+        env=subprocess_env(), capture_output=True, text=True, cwd=REPO,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    # ... and the client runs.
+    run = subprocess.run([sys.executable, client], env=subprocess_env(), capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def _has_module(name: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None
