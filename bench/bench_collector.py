@@ -1,13 +1,13 @@
 """The cycle collector against CPython's gc.collect(), side by side in one run.
 
 1. One coextra.collect() against one gc.collect() on the same heap, with 1k,
-   10k and 100k live holders whose products are small (a list holding the
+   10k, 100k and 1M live holders whose products are small (a list holding the
    function, so every product references its code). Automatic collection is
    off here, so gc.collect() measures the GC alone. Targets: at most 1.5x at
-   100k; linear growth (100k over 10k at most 12x). The growth is reported of
-   the best rounds and of the median rounds, and gc.collect()'s beside it: a
-   2 ms pass can run undisturbed where a 30 ms one cannot, so the best at 10k
-   is the noisier figure.
+   100k; explored nodes per holder constant from 1k to 1M; the collector's
+   time growth from 10k to 100k and from 100k to 1M divided by gc.collect()'s
+   growth on the same heaps at most 1.2 (both outgrow the CPU caches alike,
+   so this ratio measures the collector, not the machine).
 2. A workload attaching 100k holders that stay live, with automatic
    collection on against off, interleaved rounds; once with a trivial product
    (a list: a few microseconds per holder), once with a product compile()d per
@@ -19,6 +19,13 @@
    share of the median round with collection on.
 3. 10k holders whose products all reference one shared structure of 100k
    objects: the node count of one pass shows the shared part explored once.
+4. Waves: 10 live caches, then 40 waves of 1,500 functions compiled at run
+   time, each attached with a product referencing its function, dropped,
+   gc.collect(); automatic collection only. Reported: the share of the run's
+   time spent in automatic passes (target at most 5%) and the most dead caches
+   left attached after a wave (the bound: max(2,000, 10% of live)). With the
+   longest automatic pause at 100k and 1M live holders (from section 2 and
+   one 1M-holder attach run).
 
     python bench/bench_collector.py [--quick] [--rounds 5] [--json FILE]
 """
@@ -135,6 +142,46 @@ def auto_on_vs_off(n: int, rounds: int, compiled: bool = False) -> dict:
             "auto_seconds_per_round": auto_seconds}
 
 
+def waves_workload(waves: int, per_wave: int, live: int = 10) -> dict:
+    """Automatic collection alone against code generated and dropped in waves."""
+    import weakref
+
+    coextra.reset()
+    gc.collect()
+    keep = make_functions(live)
+    attach_small_products(keep)
+    before = coextra.stats()
+    dropped, worst = [], 0
+    t0 = time.perf_counter()
+    for wave in range(waves):
+        namespace: dict = {}
+        source = "".join(f"def w{wave}_{i}(x):\n    return x + {i}\n" for i in range(per_wave))
+        exec(compile(source, f"<wave {wave}>", "exec"), namespace)
+        for i in range(per_wave):
+            f = namespace[f"w{wave}_{i}"]
+            coextra.attach(f, ("product", f))
+            dropped.append(weakref.ref(f.__code__))
+        del namespace, f
+        gc.collect()
+        worst = max(worst, sum(1 for r in dropped if r() is not None))
+    elapsed = time.perf_counter() - t0
+    after = coextra.stats()
+    coextra.reset()
+    gc.collect()
+    auto = after["auto_seconds"] - before["auto_seconds"]
+    return {"waves": waves, "per_wave": per_wave, "live": live, "seconds": elapsed,
+            "auto_seconds": auto, "auto_share": auto / elapsed, "worst_dead_attached": worst,
+            "auto_passes": after["auto_collections"] - before["auto_collections"],
+            "auto_full_passes": after["auto_full_collections"] - before["auto_full_collections"]}
+
+
+def max_pause_after_attaching(n: int) -> float:
+    """The longest automatic pause so far, after attaching n live holders."""
+    coextra.set_auto_collect(True)
+    attach_workload(n)
+    return coextra.stats()["auto_max_pause"]
+
+
 def shared_structure(holders_list, shared_size: int) -> list[dict]:
     coextra.set_auto_collect(False)
     shared = [[i] for i in range(shared_size)]
@@ -166,7 +213,7 @@ def main() -> int:
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
     rounds = args.rounds or (3 if args.quick else 7)
-    sizes = [1_000, 10_000, 30_000] if args.quick else [1_000, 10_000, 100_000]
+    sizes = [1_000, 10_000, 30_000] if args.quick else [1_000, 10_000, 100_000, 1_000_000]
     workload = 20_000 if args.quick else 100_000
     shared_holders = [1_000, 10_000]
     shared_size = 20_000 if args.quick else 100_000
@@ -174,7 +221,10 @@ def main() -> int:
     vs_gc = collector_vs_gc(sizes, rounds)
     auto = [auto_on_vs_off(workload, rounds),
             auto_on_vs_off(workload, rounds, compiled=True)]
+    pause_small = coextra.stats()["auto_max_pause"]
+    pause_big = max_pause_after_attaching(100_000 if args.quick else 1_000_000)
     shared = shared_structure(shared_holders, shared_size)
+    waves = waves_workload(8 if args.quick else 40, 1_500)
 
     print(f"Python {sys.version.split()[0]}; best of {rounds} interleaved rounds\n")
     print("| live holders | coextra.collect() | gc.collect() | ratio | nodes | gc-tracked objects |")
@@ -182,13 +232,19 @@ def main() -> int:
     for r in vs_gc:
         print(f"| {r['holders']:,} | {r['collector_s'] * 1e3:.2f} ms | {r['gc_s'] * 1e3:.2f} ms "
               f"| {r['ratio']:.2f}x | {r['nodes']:,} | {r['gc_objects']:,} |")
-    big, small = vs_gc[-1], vs_gc[-2]
-    growth = big["collector_s"] / small["collector_s"]
-    growth_median = big["collector_median_s"] / small["collector_median_s"]
-    print(f"\ncollector growth {big['holders']:,} over {small['holders']:,} holders: "
-          f"{growth:.1f}x (size {big['holders'] / small['holders']:.0f}x); "
-          f"of the medians {growth_median:.1f}x. gc.collect(): {big['gc_s'] / small['gc_s']:.1f}x, "
-          f"of the medians {big['gc_median_s'] / small['gc_median_s']:.1f}x\n")
+    print("\n| from | to | collector growth | gc.collect() growth | relative growth (target <= 1.2) "
+          "| nodes per holder |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    growth = []
+    for small, big in zip(vs_gc[1:], vs_gc[2:]):
+        g_collector = big["collector_median_s"] / small["collector_median_s"]
+        g_gc = big["gc_median_s"] / small["gc_median_s"]
+        growth.append({"from": small["holders"], "to": big["holders"], "collector": g_collector,
+                       "gc": g_gc, "relative": g_collector / g_gc})
+        print(f"| {small['holders']:,} | {big['holders']:,} | {g_collector:.1f}x | {g_gc:.1f}x "
+              f"| **{g_collector / g_gc:.2f}** | {small['nodes'] / small['holders']:.2f} -> "
+              f"{big['nodes'] / big['holders']:.2f} |")
+    print("(growth of the median rounds)\n")
     print("| workload | auto collection off | on | ratio of bests | median round ratio "
           "| automatic passes | time in them |")
     print("|---|---:|---:|---:|---:|---:|---:|")
@@ -198,6 +254,15 @@ def main() -> int:
               f"| {a['on_s'] * 1e3:.1f} ms | {a['ratio']:.3f}x | {a['median_round_ratio']:.3f}x "
               f"| {a['auto_passes_per_round']:.0f} "
               f"| {a['auto_seconds_per_round'] * 1e3:.1f} ms ({a['auto_share']:.1%}) |")
+    print(f"\nlongest automatic pause: {pause_small * 1e3:.1f} ms after the {workload:,}-holder "
+          f"workloads, {pause_big * 1e3:.1f} ms after attaching "
+          f"{100_000 if args.quick else 1_000_000:,} live holders\n")
+    print("| waves workload | run | in automatic passes | share (target <= 5%) | passes (full) "
+          "| most dead caches attached after a wave (bound 2,000) |")
+    print("|---|---:|---:|---:|---:|---:|")
+    print(f"| {waves['live']} live, {waves['waves']} waves of {waves['per_wave']:,} | "
+          f"{waves['seconds']:.2f} s | {waves['auto_seconds'] * 1e3:.0f} ms | **{waves['auto_share']:.1%}** "
+          f"| {waves['auto_passes']} ({waves['auto_full_passes']}) | {waves['worst_dead_attached']:,} |")
     print()
     print("| holders sharing one structure | shared objects | nodes explored | nodes if explored per holder | pass |")
     print("|---:|---:|---:|---:|---:|")
@@ -211,6 +276,9 @@ def main() -> int:
                        "unit": "ms", "reference": "gc.collect()",
                        "results": {"gc.collect()": r["gc_s"] * 1e3,
                                    "coextra.collect()": r["collector_s"] * 1e3}} for r in vs_gc]
+            groups.append({"title": f"waves workload: time in automatic passes",
+                           "unit": "s", "reference": "run",
+                           "results": {"run": waves["seconds"], "automatic passes": waves["auto_seconds"]}})
             for a in auto:
                 workload = f"attach {a['holders']:,} live holders" + (
                     ", compiled products" if a["compiled"] else "")
@@ -228,8 +296,9 @@ def main() -> int:
             json.dump({"suite": "bench_collector.py", "python": sys.version.split()[0],
                        "how": f"best of {rounds} interleaved rounds", "groups": groups,
                        "rounds": rounds, "collector_vs_gc": vs_gc,
-                       "growth": growth, "growth_of_medians": growth_median,
-                       "auto": auto, "shared": shared}, fh, indent=2)
+                       "growth": growth, "auto": auto, "shared": shared, "waves": waves,
+                       "max_pause_s": {"after_workloads": pause_small, "after_big_attach": pause_big}},
+                      fh, indent=2)
     return 0
 
 

@@ -13,12 +13,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Bookkeeping for the generation-2 rule, updated after every automatic full pass.
+// Bookkeeping for the generation-2 rules, updated after every automatic full pass.
 struct FullPassMarks {
     uint64_t attached_total = 0;  // registry->attached_total after it
     size_t holders = 0;           // holders attached after it
     Clock::time_point ended{};    // when it ended
-    double seconds = 0.0;         // how long it took
+    double seconds_per_holder = 0.0;  // its duration over the holders it started with
 };
 
 FullPassMarks last_full;
@@ -31,22 +31,56 @@ struct YoungPace {
 
 YoungPace young_pace;
 
-bool full_pass_due(const Registry *r) {
+// Rule (a) of auto_collect.h: enough attachments since the last full pass
+// that its dead ones could exceed the bound.
+bool attachment_rule(const Registry *r) {
     uint64_t attached_since = r->attached_total - last_full.attached_total;
-    // Relative to the smaller of then and now: once holders were detached in
-    // bulk (reset, teardown of a subsystem) the survivors are cheap to re-check.
-    size_t base = last_full.holders < r->holders.size() ? last_full.holders : r->holders.size();
-    if (attached_since == 0 || attached_since < base / 4) {
-        return false;
+    uint64_t threshold = last_full.holders / kLiveDivisor;
+    if (threshold < static_cast<uint64_t>(kFullPassMinAttached)) {
+        threshold = kFullPassMinAttached;
     }
-    // Paced: full passes take at most about 1/kFullPassPause of the time. The
-    // next one costs about the last one scaled by the number of holders.
-    double predicted = last_full.seconds;
-    if (last_full.holders > 0 && r->holders.size() > last_full.holders) {
-        predicted *= static_cast<double>(r->holders.size()) / static_cast<double>(last_full.holders);
-    }
+    return attached_since >= threshold;
+}
+
+// Rule (b): enough time since the last full pass for another to cost at
+// most 1/kFullPassPause of it.
+bool time_rule(const Registry *r) {
+    double predicted = last_full.seconds_per_holder * static_cast<double>(r->holders.size());
     std::chrono::duration<double> since = Clock::now() - last_full.ended;
     return since.count() >= kFullPassPause * predicted;
+}
+
+Py_ssize_t run_full_pass() {
+    Registry *r = registry_get();
+    size_t examined = r != nullptr ? r->holders.size() : 0;
+    Py_ssize_t detached = collector_collect_auto_full();
+    if (Registry *now = registry_get()) {
+        last_full.attached_total = now->attached_total;
+        last_full.holders = now->holders.size();
+    }
+    PyErr_Clear();
+    last_full.ended = Clock::now();
+    const CollectorStats &stats = collector_stats();
+    last_full.seconds_per_holder =
+        examined != 0 ? stats.last_seconds / static_cast<double>(examined) : 0.0;
+    return detached;
+}
+
+Py_ssize_t run_young_pass_if_due() {
+    if (++young_pace.waited < young_pace.interval) {
+        return 0;
+    }
+    young_pace.waited = 0;
+    Py_ssize_t young = collector_young_count();
+    if (young == 0) {
+        return 0;
+    }
+    Py_ssize_t seeds = young < kYoungMaxSeeds ? young : kYoungMaxSeeds;
+    Py_ssize_t detached = collector_collect_young(seeds, kYoungNodesPerHolder * seeds + kYoungBaseNodes);
+    young_pace.interval = detached != 0                           ? 1
+                          : young_pace.interval < kYoungMaxInterval ? young_pace.interval * 2
+                                                                    : kYoungMaxInterval;
+    return detached;
 }
 
 long generation_of(PyObject *info) {
@@ -79,31 +113,9 @@ PyObject *on_gc(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
         r->holders.empty()) {
         Py_RETURN_NONE;
     }
-    Py_ssize_t detached = 0;
-    if (generation_of(args[1]) >= 2 && full_pass_due(r)) {
-        detached = collector_collect_auto_full();
-        if (Registry *now = registry_get()) {
-            last_full.attached_total = now->attached_total;
-            last_full.holders = now->holders.size();
-        }
-        PyErr_Clear();
-        last_full.ended = Clock::now();
-        last_full.seconds = collector_stats().last_seconds;
-    } else {
-        if (++young_pace.waited >= young_pace.interval) {
-            young_pace.waited = 0;
-            Py_ssize_t young = collector_young_count();
-            if (young > 0) {
-                Py_ssize_t seeds = young < kYoungMaxSeeds ? young : kYoungMaxSeeds;
-                detached = collector_collect_young(
-                    seeds, kYoungNodesPerHolder * seeds + kYoungBaseNodes);
-                young_pace.interval = detached != 0 ? 1
-                                      : young_pace.interval < kYoungMaxInterval
-                                          ? young_pace.interval * 2
-                                          : kYoungMaxInterval;
-            }
-        }
-    }
+    Py_ssize_t detached = (generation_of(args[1]) >= 2 && (attachment_rule(r) || time_rule(r)))
+                              ? run_full_pass()
+                              : run_young_pass_if_due();
     if (detached < 0) {
         // A callback must not fail the GC pass that called it.
         PyErr_WriteUnraisable(nullptr);

@@ -1,7 +1,7 @@
 // auto_collect.h -- automatic collection, driven by gc.callbacks.
 //
-// Policy (measured in bench/bench_collector.py, explained in
-// docs/collector.md). At the "start" of every CPython GC pass:
+// Policy. At the "start" of every CPython GC pass:
+//
 //   - generation 0 or 1: a young pass, seeded with the holders attached since
 //     the previous pass, with a small node budget (kYoungNodesPerHolder per
 //     seed plus kYoungBaseNodes): caches that die young are dropped at the
@@ -10,22 +10,28 @@
 //     nothing (a program whose caches stay live): after each empty one the
 //     next waits for twice as many GC passes, up to kYoungMaxInterval, and is
 //     seeded with the newest kYoungMaxSeeds holders only (the others are left
-//     to full passes). One that detaches something resets the pace;
-//   - generation 2: a full pass when holders numbering at least a quarter of
-//     those attached after the last full pass (or of those attached now, if
-//     fewer) have been attached since -- CPython's own rule for its oldest
-//     generation -- and at least kFullPassPause times the last full pass's
-//     duration has gone by since it ended, otherwise a young pass. The next
-//     pass's duration is predicted from the last one, scaled linearly by the
-//     number of holders; larger heaps cost more per holder (they outgrow the
-//     CPU caches), so with 32 a full pass at 53k holders predicted from one at
-//     400 took 5% of a workload that attaches 100k (CPython 3.13). With 64,
-//     full passes take at most about 1.5% of the time as predicted, about 3%
-//     when the prediction is off by as much. Holders that die old are so
-//     found after a bounded amount of attachment and time, and a program with
-//     many live holders does not pay for re-checking them all the time.
+//     to full passes). One that detaches something resets the pace.
+//
+//   - generation 2: a full pass over every holder when either
+//       (a) holders numbering at least max(kFullPassMinAttached, 1/kLiveDivisor
+//           of the holders attached after the last full pass) have been
+//           attached since it. This is the bound: a cache attached since the
+//           last full pass is either still live or found by the next one, so
+//           after any generation-2 collection the dead caches among those
+//           attached since number fewer than that threshold; or
+//       (b) at least kFullPassPause times the predicted duration of a full
+//           pass has gone by since the last one ended. This finds caches that
+//           were live at the last full pass and died since, at a cost of at
+//           most about 1/kFullPassPause of the program's time. The prediction
+//           is the last full pass's time per holder it examined (measured over
+//           the holders it started with, not the survivors) times the holders
+//           attached now.
+//     Otherwise a young pass. Rule (a) costs what CPython's own rule for its
+//     oldest generation costs: a full pass per fixed fraction of growth, so
+//     every holder is examined a bounded number of times as the heap grows.
+//
 // Never during interpreter teardown (registry closed or finalizing), never
-// nested inside a running pass.
+// nested inside a running pass. Figures: docs/collector.md (make bench).
 #pragma once
 
 #include "compat.h"
@@ -36,7 +42,9 @@ constexpr Py_ssize_t kYoungNodesPerHolder = 64;
 constexpr Py_ssize_t kYoungBaseNodes = 4096;
 constexpr int kYoungMaxInterval = 64;
 constexpr Py_ssize_t kYoungMaxSeeds = 1024;
-constexpr double kFullPassPause = 64.0;
+constexpr Py_ssize_t kFullPassMinAttached = 1000;
+constexpr Py_ssize_t kLiveDivisor = 10;
+constexpr double kFullPassPause = 40.0;
 
 // Adds (enabled) or removes (disabled) coextra's callback in gc.callbacks.
 // 0, or -1 with an exception.

@@ -534,6 +534,13 @@ Py_ssize_t run_pass(size_t first, size_t node_budget, bool automatic) {
     if (automatic) {
         state.stats.auto_seconds += elapsed.count();
         state.stats.auto_full_collections += first == 0;
+        state.stats.auto_detached += detached > 0 ? static_cast<uint64_t>(detached) : 0;
+        if (first == 0) {
+            state.stats.auto_last_full_detached = detached > 0 ? static_cast<uint64_t>(detached) : 0;
+        }
+        if (elapsed.count() > state.stats.auto_max_pause) {
+            state.stats.auto_max_pause = elapsed.count();
+        }
     }
     Registry *still = registry_get();
     if (still == nullptr) {

@@ -30,6 +30,9 @@ struct CollectorStats {
     double last_seconds = 0.0;           // duration of the last pass (analysis and detach)
     double auto_seconds = 0.0;           // time spent in automatic passes, cumulative
     uint64_t auto_full_collections = 0;  // automatic passes over every holder
+    uint64_t auto_detached = 0;          // holders detached by automatic passes, cumulative
+    uint64_t auto_last_full_detached = 0;  // ... by the latest automatic full pass
+    double auto_max_pause = 0.0;         // the longest automatic pass, in seconds
 };
 
 const CollectorStats &collector_stats();

@@ -78,6 +78,9 @@ void add_collector_stats(py::dict &out) {
     out["budget_exhausted"] = s.budget_exhausted;
     out["auto_seconds"] = s.auto_seconds;
     out["auto_full_collections"] = s.auto_full_collections;
+    out["auto_detached"] = s.auto_detached;
+    out["auto_last_full_detached"] = s.auto_last_full_detached;
+    out["auto_max_pause"] = s.auto_max_pause;
 }
 
 void bind_collector(py::module_ &m) {

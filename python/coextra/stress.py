@@ -50,12 +50,13 @@ def collector_function() -> Optional[Any]:
     return getattr(coextra, "collect", None)
 
 
-def feature_notes() -> dict[str, str]:
+def feature_notes(collect_every_wave: bool = False) -> dict[str, str]:
     return {
         "compilation": ("through the evalframe backend (PEP 523): coextra.evalframe.enabled(callback)"
                         if evalframe_module() is not None else
                         "evalframe backend not available: compiling by direct calls"),
-        "collector": ("coextra.collect() after gc.collect() in every wave, besides automatic runs"
+        "collector": (("coextra.collect() after gc.collect() in every wave, besides automatic runs"
+                       if collect_every_wave else "automatic collection only (gc.callbacks)")
                       if collector_function() is not None else
                       "collector not available (no coextra.collect): coextra holders are only "
                       "detached with their code object, so products that reference their code leak"),
@@ -145,15 +146,18 @@ def _measure(wave: int, compiled: int, refs: list, started: float, gc_seconds: f
     }
 
 
-def run_worker(store_name: str, functions: int, waves: int, payload: int) -> int:
+def run_worker(store_name: str, functions: int, waves: int, payload: int,
+               collect_every_wave: bool = False) -> int:
     """Runs one store and prints one JSON line per wave, then a final line."""
     import coextra
 
     store = _workload.STORES[store_name]()
     backend = _workload.Backend(payload)
     evalframe = evalframe_module()
-    collect = collector_function() if store_name == "coextra" else None
-    clock = CollectorClock(coextra.stats) if collect is not None and "last_seconds" in coextra.stats() else None
+    # By default coextra relies on automatic collection alone, as a user who
+    # never calls collect() does; --collect-every-wave adds explicit passes.
+    collect = collector_function() if store_name == "coextra" and collect_every_wave else None
+    clock = CollectorClock(coextra.stats) if store_name == "coextra" and "last_seconds" in coextra.stats() else None
     refs: list = []
     emit = lambda record: print(json.dumps(record), flush=True)  # noqa: E731
 
@@ -188,9 +192,9 @@ def run_worker(store_name: str, functions: int, waves: int, payload: int) -> int
             t = time.perf_counter()
             gc.collect()  # what the detached holders kept alive is ordinary cyclic garbage now
             gc_seconds += time.perf_counter() - t
-            if clock is not None:  # this wave's runs, automatic ones included
-                collector_seconds = clock.poll() - clock_mark
-                clock_mark = clock.seconds
+        if clock is not None:  # this wave's runs, automatic ones included
+            collector_seconds = clock.poll() - clock_mark
+            clock_mark = clock.seconds
         gc_total += gc_seconds
         collector_total += collector_seconds
         detached_total += detached
@@ -256,6 +260,8 @@ def _child_env() -> dict:
 def run_store(store: str, args: argparse.Namespace, progress: Progress) -> dict:
     command = [sys.executable, "-m", "coextra.stress", "--worker", store, "-n", str(args.functions),
                "--waves", str(args.waves), "--payload", str(args.payload)]
+    if args.collect_every_wave:
+        command.append("--collect-every-wave")
     label = _workload.STORES[store].label
     waves: list[dict] = []
     final: Optional[dict] = None
@@ -329,6 +335,8 @@ def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
                         help="bytes of 'machine code' in every product (default 2048)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
     parser.add_argument("--plot", metavar="FILE.svg", help="write an SVG chart of live code objects and RSS")
+    parser.add_argument("--collect-every-wave", action="store_true",
+                        help="call coextra.collect() after every wave (default: automatic collection only)")
     parser.add_argument("--worker", choices=sorted(_workload.STORES), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.functions < 1 or args.waves < 1 or args.waves > args.functions:
@@ -343,9 +351,9 @@ def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
 def main(argv: Optional[list[str]] = None) -> int:
     args = parse_args(argv)
     if args.worker:
-        return run_worker(args.worker, args.functions, args.waves, args.payload)
+        return run_worker(args.worker, args.functions, args.waves, args.payload, args.collect_every_wave)
 
-    notes = feature_notes()
+    notes = feature_notes(args.collect_every_wave)
     result: dict = {
         "config": {"functions": args.functions, "waves": args.waves, "payload_bytes": args.payload,
                    "python": sys.version.split()[0], "memory_source": _memory.source()},
