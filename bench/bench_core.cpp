@@ -19,7 +19,7 @@
 #include "holder.h"
 #include "registry.h"
 
-using namespace coextra;
+using namespace coextra::detail;
 
 namespace {
 
@@ -54,7 +54,7 @@ void Lookup_raw_co_extra_read(benchmark::State &state) {
     Py_ssize_t index = registry_get()->extra_index;
     for (auto _ : state) {
         void *extra = nullptr;
-        compat::code_get_extra(code, index, &extra);
+        coextra::compat::code_get_extra(code, index, &extra);
         benchmark::DoNotOptimize(extra);
     }
     if (registry_holder_of(code) != h) state.SkipWithError("holder not found");

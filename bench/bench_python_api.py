@@ -7,7 +7,7 @@ against WeakKeyDictionary.get(code) and dict.get(code). Store: coextra.attach on
 a holder bounded to one entry against setting a WeakKeyDictionary or dict item.
 Every statement runs ten times per loop iteration (pyperf's inner_loops), so the
 loop itself costs little; each benchmark runs in its own pyperf worker processes.
---json FILE writes the suite in the summary format of bench/summarize.py.
+--json FILE writes the suite in the summary format that scripts/bench_summary.py merges (make bench).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <cstdint>
 
-namespace coextra {
+namespace coextra::detail {
 
 namespace {
 
@@ -195,4 +195,4 @@ int auto_collect_set(bool enabled) {
     return result;
 }
 
-}  // namespace coextra
+}  // namespace coextra::detail

@@ -36,7 +36,7 @@
 
 #include "compat.h"
 
-namespace coextra {
+namespace coextra::detail {
 
 constexpr Py_ssize_t kYoungNodesPerHolder = 64;
 constexpr Py_ssize_t kYoungBaseNodes = 4096;
@@ -53,4 +53,4 @@ int auto_collect_set(bool enabled);
 // 1 when coextra's callback is in gc.callbacks, 0 when not, -1 with an exception.
 int auto_collect_get();
 
-}  // namespace coextra
+}  // namespace coextra::detail

@@ -7,7 +7,7 @@
 #include "holder.h"
 #include "registry.h"
 
-namespace coextra {
+namespace coextra::detail {
 
 namespace {
 
@@ -217,4 +217,4 @@ PyObject *capi_capsule() {
     return PyCapsule_New(&table, COEXTRA_CAPSULE_NAME, nullptr);
 }
 
-}  // namespace coextra
+}  // namespace coextra::detail

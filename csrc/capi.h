@@ -9,7 +9,7 @@
 
 #include "include/coextra/coextra.h"
 
-namespace coextra {
+namespace coextra::detail {
 
 // The table of this build. Static storage: valid for the life of the process,
 // which outlives the capsule that points at it. Call it after registry_init()
@@ -21,4 +21,4 @@ const coextra_CAPI *capi_table();
 // an exception (RuntimeError when there is no registry).
 PyObject *capi_capsule();
 
-}  // namespace coextra
+}  // namespace coextra::detail

@@ -12,7 +12,7 @@
 #include <pthread.h>
 #include <vector>
 
-namespace coextra {
+namespace coextra::detail {
 
 namespace {
 
@@ -50,8 +50,8 @@ struct Pending {
 // Seeds are added a chunk at a time, each chunk explored before the next is
 // added: a code object is then expanded soon after it was added, and so is
 // what its cache leads to, while their cache lines are still in the CPU cache.
-// Adding every seed first (plain breadth first) read each of 100k code objects
-// twice from memory; chunks made such a pass about 20% faster. The order of
+// Adding every seed first (plain breadth first) would read each code object
+// twice from memory once the heap outgrows the caches. The order of
 // exploration does not change the graph a pass builds, only (when the budget
 // runs out) which part of it.
 constexpr size_t kSeedChunk = 256;
@@ -226,10 +226,10 @@ int queue_child(PyObject *child, void *arg) {
 
 // How far ahead of its use a child (or its index slot) is prefetched. Looking
 // at a child takes only a few nanoseconds, so the prefetch must be issued many
-// children ahead to cover a miss to memory: at 100k holders, where the heap no
-// longer fits the caches, 64 made a pass 7-8% faster than 12 (a 10k pass, which
-// stays cached, 0-5%). 256 was slower again: a batch then asks for more lines
-// than the cache keeps until they are used.
+// children ahead to cover a miss to memory once the heap no longer fits the
+// caches; much farther, and a batch asks for more lines than the cache keeps
+// until they are used. The distance was chosen by bench/bench_collector.py
+// (docs/collector.md).
 constexpr size_t kPrefetchDistance = 64;
 
 // Turns queued references into edges.
@@ -523,9 +523,9 @@ Py_ssize_t run_pass(size_t first, size_t node_budget, bool automatic) {
         state.stats.detached_by_collector += static_cast<uint64_t>(detached);
     }
     state.stats.last_nodes = pass.graph.explored();
-    // A full pass's arrays are sized for every holder (about 100 bytes per
-    // live holder); keeping them between the rare full passes would double
-    // what a holder costs (bench/bench_memory.py). Young passes keep theirs.
+    // A full pass's arrays are sized for every holder; keeping them between
+    // the rare full passes would about double what a holder costs
+    // (bench/bench_memory.py). Young passes keep theirs.
     if (first == 0) {
         pass.release_memory();
     }
@@ -609,4 +609,4 @@ void collector_after_fork_child() {
     }
 }
 
-}  // namespace coextra
+}  // namespace coextra::detail

@@ -1,5 +1,5 @@
 // collector.h -- the cycle collector: detaches holders whose code object is
-// reachable only through its own cache (DESIGN.md section 3).
+// reachable only through its own cache (docs/design.md, "The collector").
 //
 // Each attached code object C is treated as a container with one extra, virtual
 // edge C -> holder(C); the registry's reference to the holder *is* that edge.
@@ -18,7 +18,7 @@
 
 #include <cstdint>
 
-namespace coextra {
+namespace coextra::detail {
 
 struct CollectorStats {
     uint64_t collections = 0;            // passes run (explicit and automatic)
@@ -67,4 +67,4 @@ bool collector_running();
 // child forgets it; otherwise every later pass would return 0 at once.
 void collector_after_fork_child();
 
-}  // namespace coextra
+}  // namespace coextra::detail

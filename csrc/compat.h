@@ -62,7 +62,7 @@ inline bool interpreter_finalizing() {
 
 // --- collector
 // What the cycle collector needs to know about an object without running any
-// Python code or allocating (DESIGN.md section 3, invariant 5).
+// Python code or allocating (docs/design.md, invariant 5).
 
 // True for immortal objects (3.12+): their reference count says nothing, so the
 // collector leaves them unexpanded (live). No object is immortal before 3.12.

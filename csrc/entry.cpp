@@ -5,7 +5,7 @@
 
 #include <cstddef>
 
-namespace coextra {
+namespace coextra::detail {
 
 Entry *entry_new(PyObject *product, PyObject *guard) {
     if (guard == Py_None) {
@@ -109,4 +109,4 @@ int entry_type_ready() {
     return PyType_Ready(&EntryType);
 }
 
-}  // namespace coextra
+}  // namespace coextra::detail

@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-namespace coextra {
+namespace coextra::detail {
 
 struct Entry {
     PyObject_HEAD
@@ -29,4 +29,4 @@ Entry *entry_new(PyObject *product, PyObject *guard);
 
 int entry_type_ready();
 
-}  // namespace coextra
+}  // namespace coextra::detail

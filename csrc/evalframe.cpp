@@ -5,7 +5,7 @@
 
 #include <pthread.h>
 
-namespace coextra {
+namespace coextra::detail {
 
 namespace {
 
@@ -208,4 +208,4 @@ void evalframe_after_fork_child() {
     }
 }
 
-}  // namespace coextra
+}  // namespace coextra::detail

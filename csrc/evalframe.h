@@ -32,7 +32,7 @@
 
 #include <cstdint>
 
-namespace coextra {
+namespace coextra::detail {
 
 struct EvalFrameStats {
     uint64_t frames;       // frames looked up (hits + misses)
@@ -76,4 +76,4 @@ void evalframe_reset_stats();
 // parent had in progress will never finish here, so it is forgotten.
 void evalframe_after_fork_child();
 
-}  // namespace coextra
+}  // namespace coextra::detail

@@ -10,7 +10,7 @@
 #include "heap_graph.h"
 #include "registry.h"
 
-namespace coextra {
+namespace coextra::detail {
 
 namespace {
 
@@ -117,4 +117,4 @@ PyObject *explain_paths(PyObject *code, Py_ssize_t node_budget) {
     return paths;
 }
 
-}  // namespace coextra
+}  // namespace coextra::detail

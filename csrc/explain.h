@@ -4,7 +4,7 @@
 
 #include "compat.h"
 
-namespace coextra {
+namespace coextra::detail {
 
 // A new list of paths, each a list [holder, entry, product, ..., code], found
 // breadth first (shortest first, at most kMaxExplainPaths) within `node_budget`
@@ -13,4 +13,4 @@ namespace coextra {
 constexpr size_t kMaxExplainPaths = 16;
 PyObject *explain_paths(PyObject *code, Py_ssize_t node_budget);
 
-}  // namespace coextra
+}  // namespace coextra::detail

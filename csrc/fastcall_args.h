@@ -8,7 +8,7 @@
 
 #include "compat.h"
 
-namespace coextra {
+namespace coextra::detail {
 
 // Fills values[0, count) from args/kwnames by position or by names[i].
 // values[i] keeps its initial value (a default, or NULL for "required") when
@@ -50,4 +50,4 @@ inline bool parse_fastcall_args(const char *function, const char *const *names, 
     return true;
 }
 
-}  // namespace coextra
+}  // namespace coextra::detail

@@ -2,8 +2,8 @@
 // has explored: nodes, the edges between them, and the indexes that find them.
 //
 // Everything here is filled from tp_traverse callbacks, that is from C frames
-// a C++ exception must not cross, and while no Python code may run (DESIGN.md
-// invariant 5). So: plain malloc'd arrays that report allocation failure
+// a C++ exception must not cross, and while no Python code may run
+// (docs/design.md, invariant 5). So: plain malloc'd arrays that report allocation failure
 // instead of throwing, borrowed PyObject pointers only, no Python allocation.
 //
 // The pointers stay valid for the whole analysis because nothing can free an
@@ -20,7 +20,7 @@
 #include <utility>
 #include <type_traits>
 
-namespace coextra {
+namespace coextra::detail {
 
 // A growable array of trivially copyable values; push() returns false when
 // memory is exhausted (the array is then unchanged).
@@ -129,9 +129,9 @@ struct GraphEdge {
 //   - every other object by address, in an open-addressing hash table.
 // The address index then holds about half the nodes in half the memory, and
 // two of every three lookups of a typical pass (a seed, and a function's
-// reference to its code) skip it. Its cold slots were the largest cost of a
-// pass at 100k holders; the split made passes over 10k and 100k holders about
-// 40% and 15% faster (bench/bench_collector.py, side by side).
+// reference to its code) skip it: the index's cold slots are the largest
+// cost of a pass once it outgrows the CPU caches (measured side by side in
+// bench/bench_collector.py; figures in docs/collector.md).
 class HeapGraph {
 public:
     static constexpr uint32_t kNone = UINT32_MAX;
@@ -317,10 +317,9 @@ private:
     // run of 256 slots (Fibonacci hashing of the page number), and its place
     // on the page (objects are 16-byte aligned) its slot in that run. A pass
     // meets objects roughly in the order they were allocated, so its lookups
-    // stay within a few pages of the index instead of one random page each.
-    // At 100k holders, where the index (then 8 MiB) outgrew the caches and
-    // the TLB, a pass got about 7% faster. Linear probing absorbs the runs of
-    // different pages that overlap.
+    // stay within a few pages of the index instead of one random page each,
+    // which matters once the index outgrows the caches and the TLB. Linear
+    // probing absorbs the runs of different pages that overlap.
     size_t slot_of(PyObject *op) const {
         uintptr_t address = reinterpret_cast<uintptr_t>(op);
         uint64_t page = (address >> 12) * 0x9E3779B97F4A7C15ull;
@@ -372,8 +371,9 @@ private:
 // its target, which can only make the target live.
 //   - code objects are nodes although they are not GC containers (the point);
 //   - module objects and static types stay unexpanded (cheap, never garbage;
-//     the exact type check only: PyModule_Check's subtype walk costs ~5% of a
-//     pass, and an instance of a module subclass is merely explored);
+//     the exact type check only: PyModule_Check's subtype walk is a
+//     measurable share of a pass, and an instance of a module subclass is
+//     merely explored);
 //   - immortal objects (3.12+) have meaningless reference counts;
 //   - the Registry is never expanded: its references to holders are already
 //     counted as the virtual edges code -> holder.
@@ -409,4 +409,4 @@ inline Holder *visit_referents(PyObject *op, visitproc visit, void *arg) {
     return nullptr;
 }
 
-}  // namespace coextra
+}  // namespace coextra::detail

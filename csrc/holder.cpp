@@ -8,7 +8,7 @@
 #include <cstring>
 #include <limits>
 
-namespace coextra {
+namespace coextra::detail {
 
 // ---------------------------------------------------------------------------
 // Storage. The entries are a plain array: holders usually have one or a few
@@ -420,4 +420,4 @@ int holder_type_ready() {
     return PyType_Ready(&HolderType);
 }
 
-}  // namespace coextra
+}  // namespace coextra::detail

@@ -17,7 +17,7 @@
 
 #include <cstdint>
 
-namespace coextra {
+namespace coextra::detail {
 
 struct Holder {
     PyObject_HEAD
@@ -79,4 +79,4 @@ PyObject *holder_entries(Holder *h);
 
 int holder_type_ready();
 
-}  // namespace coextra
+}  // namespace coextra::detail

@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-namespace coextra {
+namespace coextra::detail {
 
 struct LiveCounts {
     int64_t holders = 0;
@@ -16,4 +16,4 @@ struct LiveCounts {
 
 inline LiveCounts live_counts;
 
-}  // namespace coextra
+}  // namespace coextra::detail

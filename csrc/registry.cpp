@@ -3,7 +3,7 @@
 
 #include <new>
 
-namespace coextra {
+namespace coextra::detail {
 
 // The registry of this interpreter. Borrowed: set by registry_init, cleared by
 // the registry's own dealloc, so it is valid whenever it is non-NULL.
@@ -295,4 +295,4 @@ PyObject *registry_init() {
     return reinterpret_cast<PyObject *>(r);
 }
 
-}  // namespace coextra
+}  // namespace coextra::detail

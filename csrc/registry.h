@@ -6,7 +6,7 @@
 // A code object's co_extra slot holds only a non-owning pointer to its holder
 // (the "weak proxy"), so lookup from C is one co_extra read.
 //
-// Detach (DESIGN.md invariant 3) is one operation with one order, used by code
+// Detach (docs/design.md, invariant 3) is one operation with one order, used by code
 // deallocation, detach(), reset(), the cycle collector and interpreter teardown:
 //   1. mark the holder detached (holder->code = NULL),
 //   2. clear the co_extra slot (unless the code object is being freed),
@@ -21,7 +21,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace coextra {
+namespace coextra::detail {
 
 struct Registry {
     PyObject_HEAD
@@ -69,4 +69,4 @@ PyObject *registry_holders();
 // which call it the way CPython does: with NULL and with detached holders).
 freefunc registry_free_function();
 
-}  // namespace coextra
+}  // namespace coextra::detail

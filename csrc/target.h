@@ -6,7 +6,7 @@
 
 #include "compat.h"
 
-namespace coextra {
+namespace coextra::detail {
 
 // The code object of obj (borrowed from obj), or NULL with TypeError.
 inline PyObject *code_of(PyObject *obj) {
@@ -48,4 +48,4 @@ private:
     PyObject *code_;
 };
 
-}  // namespace coextra
+}  // namespace coextra::detail

@@ -17,7 +17,7 @@ for venv in .venv/py3.*; do
         "$venv/bin/python" bench/bench_evalframe.py --quick
 done
 
-# Leak harness (issue 5, docs/leak-checks.md): valgrind, refleak and planted-leak
+# Leak harness (docs/leak-checks.md): valgrind, refleak and planted-leak
 # checks in their quick forms; `make leakcheck` runs the full ones.
 step "leak harness (quick)" scripts/leakcheck.sh quick
 

@@ -6,7 +6,7 @@
 #include "../evalframe.h"
 
 namespace py = pybind11;
-using namespace coextra;
+using namespace coextra::detail;
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include "../target.h"
 
 namespace py = pybind11;
-using namespace coextra;
+using namespace coextra::detail;
 
 namespace {
 

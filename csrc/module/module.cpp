@@ -17,7 +17,7 @@
 #include "../target.h"
 
 namespace py = pybind11;
-using namespace coextra;
+using namespace coextra::detail;
 
 void bind_capi(py::module_ &m);  // capi_bindings.cpp: the C API capsule and evalframe
 // The cycle collector's bindings (collector_bindings.cpp).

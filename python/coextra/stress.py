@@ -10,9 +10,9 @@ reference the program holds to them. After each wave the store is measured:
 code objects still alive (weak references to every code object compiled),
 RSS and peak RSS, time, and time spent in gc.collect() and in coextra's collector.
 
-Compilation goes through the PEP 523 backend (coextra.evalframe.enabled) when
-this build has it, else by direct calls; the collector (coextra.collect) runs
-after each wave when this build has it. Whatever is missing is said in the output.
+Compilation goes through the PEP 523 backend (coextra.evalframe.enabled).
+coextra relies on automatic collection alone, as a program that never calls
+coextra.collect() does; --collect-every-wave adds an explicit pass per wave.
 
 Each store runs in its own child process, so RSS, peak RSS and leftovers of one
 store never reach the next.
@@ -32,34 +32,11 @@ from typing import Any, Optional
 
 from . import _memory, _workload
 
-# ---------------------------------------------------------------------------
-# Features this build may or may not have (they come from other parts of coextra).
-
-
-def evalframe_module() -> Optional[Any]:
-    try:
-        from coextra import evalframe
-    except ImportError:
-        return None
-    return evalframe if hasattr(evalframe, "enabled") else None
-
-
-def collector_function() -> Optional[Any]:
-    import coextra
-
-    return getattr(coextra, "collect", None)
-
-
-def feature_notes(collect_every_wave: bool = False) -> dict[str, str]:
+def notes(collect_every_wave: bool = False) -> dict[str, str]:
     return {
-        "compilation": ("through the evalframe backend (PEP 523): coextra.evalframe.enabled(callback)"
-                        if evalframe_module() is not None else
-                        "evalframe backend not available: compiling by direct calls"),
-        "collector": (("coextra.collect() after gc.collect() in every wave, besides automatic runs"
-                       if collect_every_wave else "automatic collection only (gc.callbacks)")
-                      if collector_function() is not None else
-                      "collector not available (no coextra.collect): coextra holders are only "
-                      "detached with their code object, so products that reference their code leak"),
+        "compilation": "through the evalframe backend (PEP 523): coextra.evalframe.enabled(callback)",
+        "collector": ("coextra.collect() after gc.collect() in every wave, besides automatic runs"
+                      if collect_every_wave else "automatic collection only (gc.callbacks)"),
     }
 
 
@@ -67,37 +44,33 @@ def feature_notes(collect_every_wave: bool = False) -> dict[str, str]:
 # The child process: one store, every wave.
 
 
-def _run_calls(calls: list, store: Any, backend: _workload.Backend, evalframe: Optional[Any]) -> None:
-    """Runs every function twice; the first call compiles and stores, the second hits.
+def _run_calls(calls: list, store: Any, backend: _workload.Backend) -> None:
+    """Runs every function twice through the evalframe backend; the first call
+    compiles and stores, the second hits.
 
     Frames captured in products keep this frame (their caller) alive, with the
     locals it has when it returns: so it drops every local before returning.
     """
-    if evalframe is not None:
-        returns_product = store.name == "coextra"
+    from coextra import evalframe
 
-        def on_miss(code: Any) -> Optional[Any]:
-            # The backend sees every frame without an entry; only its own code compiles.
-            if not backend.knows(code):
-                return None
-            if returns_product:
-                return backend.compile(code)  # evalframe stores it with coextra
-            if store.get(code) is None:
-                store.put(code, backend.compile(code))
+    returns_product = store.name == "coextra"
+
+    def on_miss(code: Any) -> Optional[Any]:
+        # The backend sees every frame without an entry; only its own code compiles.
+        if not backend.knows(code):
             return None
+        if returns_product:
+            return backend.compile(code)  # evalframe stores it with coextra
+        if store.get(code) is None:
+            store.put(code, backend.compile(code))
+        return None
 
-        with evalframe.enabled(on_miss):
-            for call, code in calls:
-                call(1)
-                call(2)
-        on_miss = None
-    else:
+    with evalframe.enabled(on_miss):
         for call, code in calls:
-            for argument in (1, 2):
-                if store.get(code) is None:
-                    store.put(code, backend.compile(code))
-                call(argument)
-    call = code = calls = store = backend = evalframe = None
+            call(1)
+            call(2)
+    on_miss = None
+    call = code = calls = store = backend = None
 
 
 class CollectorClock:
@@ -150,13 +123,13 @@ def run_worker(store_name: str, functions: int, waves: int, payload: int,
                collect_every_wave: bool = False) -> int:
     """Runs one store and prints one JSON line per wave, then a final line."""
     import coextra
+    from coextra import evalframe
 
     store = _workload.STORES[store_name]()
     backend = _workload.Backend(payload)
-    evalframe = evalframe_module()
     # By default coextra relies on automatic collection alone, as a user who
     # never calls collect() does; --collect-every-wave adds explicit passes.
-    collect = collector_function() if store_name == "coextra" and collect_every_wave else None
+    collect = coextra.collect if store_name == "coextra" and collect_every_wave else None
     clock = CollectorClock(coextra.stats) if store_name == "coextra" and "last_seconds" in coextra.stats() else None
     refs: list = []
     emit = lambda record: print(json.dumps(record), flush=True)  # noqa: E731
@@ -178,7 +151,7 @@ def run_worker(store_name: str, functions: int, waves: int, payload: int,
             calls.append((call, function.__code__))
         index += count
         del function, call
-        _run_calls(calls, store, backend, evalframe)
+        _run_calls(calls, store, backend)
         del calls  # the program drops every function of this wave
 
         t = time.perf_counter()
@@ -212,8 +185,7 @@ def run_worker(store_name: str, functions: int, waves: int, payload: int,
         coextra.reset()
         gc.collect()
         final["live_after_reset"] = sum(ref() is not None for ref in refs)
-    if evalframe is not None and hasattr(evalframe, "stats"):
-        final["evalframe_stats"] = dict(evalframe.stats())
+    final["evalframe_stats"] = dict(evalframe.stats())
     emit({"event": "done", **final})
     return 0
 
@@ -287,8 +259,7 @@ def format_table(result: dict) -> str:
     rows = []
     for store in result["stores"].values():
         f = store["final"]
-        collector = (f"{f['collector_seconds']:.3f}" if store is result["stores"].get("coextra")
-                     and result["features"]["collector"] else "-")
+        collector = f"{f['collector_seconds']:.3f}" if store is result["stores"].get("coextra") else "-"
         rows.append((store["label"], f"{f['live_code_objects']} / {n}", _mib(f["rss_bytes"]),
                      _mib(f["peak_rss_bytes"]), f"{f['seconds']:.2f}", f"{f['gc_seconds']:.3f}", collector))
     widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
@@ -312,9 +283,8 @@ def write_plot(result: dict, path: str) -> None:
                                  colors.get(name, "#1f77b4"), dashed=name == "weakkeydict"))
     config = result["config"]
     subtitle = (f"{config['functions']} functions compiled and dropped in {config['waves']} waves, "
-                f"CPython {config['python']}; "
-                f"{'evalframe' if result['features']['evalframe'] else 'direct calls'}, "
-                f"{'collector on' if result['features']['collector'] else 'no collector'}")
+                f"CPython {config['python']}; evalframe; "
+                f"{'collect() every wave' if config.get('collect_every_wave') else 'automatic collection only'}")
     svg = line_charts([live, rss], title="coextra stress: compiled products that reference their own code",
                       subtitle=subtitle, x_label="wave (after dropping its functions)")
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
@@ -353,19 +323,19 @@ def main(argv: Optional[list[str]] = None) -> int:
     if args.worker:
         return run_worker(args.worker, args.functions, args.waves, args.payload, args.collect_every_wave)
 
-    notes = feature_notes(args.collect_every_wave)
+    run_notes = notes(args.collect_every_wave)
     result: dict = {
         "config": {"functions": args.functions, "waves": args.waves, "payload_bytes": args.payload,
+                   "collect_every_wave": args.collect_every_wave,
                    "python": sys.version.split()[0], "memory_source": _memory.source()},
-        "features": {"evalframe": evalframe_module() is not None, "collector": collector_function() is not None},
-        "notes": notes,
+        "notes": run_notes,
         "stores": {},
     }
     out = sys.stderr if args.json else sys.stdout
     print(f"coextra stress: {args.functions} functions (exec'd sources, closures, lambdas, methods of "
           f"run-time classes) compiled and dropped in {args.waves} waves, CPython {result['config']['python']}",
           file=out)
-    for key, note in notes.items():
+    for key, note in run_notes.items():
         print(f"  {key}: {note}", file=out)
     progress = Progress(out, args.waves)
     for store in args.store_list:

@@ -13,7 +13,7 @@ namespace coextra_test {
 // finalization (which runs the registry's atexit teardown).
 inline int run_all_tests_with_registry() {
     Py_Initialize();
-    PyObject *registry = coextra::registry_init();
+    PyObject *registry = coextra::detail::registry_init();
     if (registry == nullptr) {
         PyErr_Print();
         return 2;

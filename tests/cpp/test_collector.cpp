@@ -16,7 +16,7 @@
 #include "registry.h"
 
 namespace py = pybind11;
-using namespace coextra;
+using namespace coextra::detail;
 
 namespace {
 

@@ -1,7 +1,7 @@
 // test_core.cpp -- the C++ core (Holder, Entry, Registry) in an embedded interpreter.
 //
 // These tests drive the core directly, the way the extension module and the
-// C API do, and check the invariants of DESIGN.md section 2 from C++.
+// C API do, and check the invariants of docs/design.md from C++.
 #include <gtest/gtest.h>
 #include <pybind11/embed.h>
 
@@ -15,7 +15,7 @@
 #include "registry.h"
 
 namespace py = pybind11;
-using namespace coextra;
+using namespace coextra::detail;
 
 namespace {
 

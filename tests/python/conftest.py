@@ -28,14 +28,13 @@ def alive_counts() -> tuple[int, int]:
 
 
 @pytest.fixture(autouse=True)
-def no_leaked_holders_or_entries(request):
+def no_leaked_holders_or_entries():
     coextra.reset()
     before = alive_counts()
     yield
     coextra.reset()
     after = alive_counts()
-    if "allow_leftovers" not in request.keywords:
-        assert after == before, f"holders/entries alive before {before}, after {after}"
+    assert after == before, f"holders/entries alive before {before}, after {after}"
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -35,7 +34,7 @@ def test_json_reports_every_store_for_every_wave(demo):
     result, _, _ = demo
     assert result["config"]["functions"] == FUNCTIONS
     assert result["config"]["waves"] == WAVES
-    assert set(result["features"]) == {"evalframe", "collector"}
+    assert set(result["notes"]) == {"compilation", "collector"}
     assert list(result["stores"]) == ["naive", "weakkeydict", "coextra"]
     for store in result["stores"].values():
         waves = store["waves"]
@@ -64,20 +63,32 @@ def test_only_their_own_caches_keep_the_code_objects_alive(demo):
     assert result["stores"]["coextra"]["final"]["live_after_reset"] == 0
 
 
-def test_coextra_frees_every_code_object_once_the_collector_exists(demo):
+def test_automatic_collection_alone_frees_every_code_object(demo):
     result, _, stderr = demo
-    if not result["features"]["collector"]:
-        assert "collector not available" in stderr, "a missing collector must be said, not hidden"
-        pytest.skip("coextra.collect() is not on this branch (the cycle collector is built separately)")
+    assert "automatic collection only" in stderr
     assert result["stores"]["coextra"]["final"]["live_code_objects"] == 0
 
 
-def test_missing_evalframe_backend_is_said(demo):
+def test_compilation_goes_through_the_evalframe_backend(demo):
     result, _, stderr = demo
-    if result["features"]["evalframe"]:
-        assert "through the evalframe backend" in stderr
-    else:
-        assert "evalframe backend not available: compiling by direct calls" in stderr
+    assert "through the evalframe backend" in stderr
+    stores = result["stores"]
+    for store in stores.values():
+        assert store["final"]["products_compiled"] == FUNCTIONS
+    # coextra's products were stored by the backend itself; each function ran twice.
+    assert stores["coextra"]["final"]["evalframe_stats"]["stored"] == FUNCTIONS
+    assert stores["coextra"]["final"]["evalframe_stats"]["hits"] >= FUNCTIONS
+
+
+def test_collect_every_wave_adds_explicit_passes():
+    run = subprocess.run(
+        [sys.executable, "-m", "coextra.stress", "-n", "120", "--waves", "2", "--stores", "coextra",
+         "--collect-every-wave", "--json"],
+        capture_output=True, text=True, env=subprocess_env(), timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "coextra.collect() after gc.collect() in every wave" in run.stderr
+    final = json.loads(run.stdout)["stores"]["coextra"]["final"]
+    assert final["live_code_objects"] == 0
 
 
 def test_plot_is_an_svg_with_both_panels_and_every_store(demo):
@@ -129,71 +140,6 @@ def test_stress_is_importable_as_a_console_script_entry_point():
 
     assert callable(stress.main)
     assert coextra.stats()["holders"] == 0, "importing the demo attaches nothing"
-
-
-# A stand-in for coextra.evalframe (built on another branch) with the same
-# contract, on sys.setprofile: while enabled, every Python call's code is looked
-# up; on a miss callback(code) runs and a non-None result is attached.
-FAKE_EVALFRAME = '''
-import contextlib, sys, types
-import coextra
-if not hasattr(coextra, "evalframe"):
-    fake = types.ModuleType("coextra.evalframe")
-    counts = {"frames": 0, "hits": 0, "compiles": 0}
-
-    def profiler(callback):
-        def hook(frame, event, arg):
-            if event != "call":
-                return
-            counts["frames"] += 1
-            code = frame.f_code
-            holder = coextra.holder(code)
-            if holder is not None and holder.lookup() is not None:
-                counts["hits"] += 1
-                return
-            product = callback(code)
-            if product is not None:
-                coextra.attach(code, product)
-                counts["compiles"] += 1
-        return hook
-
-    @contextlib.contextmanager
-    def enabled(callback):
-        sys.setprofile(profiler(callback))
-        try:
-            yield
-        finally:
-            sys.setprofile(None)
-
-    fake.enabled = enabled
-    fake.stats = lambda: dict(counts)
-    sys.modules["coextra.evalframe"] = coextra.evalframe = fake
-'''
-
-
-def test_compilation_goes_through_the_evalframe_backend_when_there_is_one(tmp_path):
-    import importlib.util
-
-    if importlib.util.find_spec("coextra.evalframe") is not None:
-        pytest.skip("the real evalframe backend is here: the demo fixture above already runs through it")
-    (tmp_path / "sitecustomize.py").write_text(FAKE_EVALFRAME)
-    env = subprocess_env()
-    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env["PYTHONPATH"]])
-    run = subprocess.run([sys.executable, "-m", "coextra.stress", "-n", "120", "--waves", "2", "--json"],
-                         capture_output=True, text=True, env=env, timeout=300)
-    assert run.returncode == 0, run.stderr
-    result = json.loads(run.stdout)
-    assert result["features"]["evalframe"] is True
-    assert "through the evalframe backend" in run.stderr
-    stores = result["stores"]
-    for store in stores.values():
-        assert store["final"]["products_compiled"] == 120
-    # coextra's products were stored by the backend itself; each function ran twice.
-    assert stores["coextra"]["final"]["evalframe_stats"]["compiles"] == 120
-    assert stores["coextra"]["final"]["evalframe_stats"]["hits"] >= 120
-    assert stores["naive"]["final"]["live_code_objects"] == 120
-    assert stores["weakkeydict"]["final"]["live_code_objects"] == 120
-    assert stores["coextra"]["final"]["live_after_reset"] == 0
 
 
 class _Stream:

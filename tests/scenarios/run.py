@@ -15,8 +15,8 @@ Tools:
   plain     no checker (a quick check that the scenarios themselves run).
 
 Every run uses PYTHONMALLOC=malloc, so each Python object is its own malloc block
-that the checker can see. One line per scenario: PASS, FAIL (with the reason and
-the log file) or SKIP (the feature is not built; never counted as passed). Exits 1
+that the checker can see. One line per scenario: PASS or FAIL (with the reason and
+the log file). Exits 1
 if any scenario failed. Logs go to build/leakcheck/<tool>-<python>/<name>.log.
 """
 
@@ -33,7 +33,6 @@ from dataclasses import dataclass
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-SKIP_EXIT_CODE = 77
 CHECKER_EXIT_CODE = 99  # what valgrind/ASan return when they found something
 
 
@@ -46,7 +45,7 @@ class Scenario:
 
 @dataclass
 class Outcome:
-    status: str  # PASS, FAIL, SKIP
+    status: str  # PASS, FAIL
     detail: str
 
 
@@ -215,8 +214,6 @@ def run_once(s: Scenario, tool: str, python: str, version: str, env: dict[str, s
                else asan_verdict(proc.returncode, checker_text) if tool == "asan" else None)
     if verdict is not None:
         return verdict, output
-    if proc.returncode == SKIP_EXIT_CODE and "SKIP:" in proc.stdout:
-        return Outcome("SKIP", proc.stdout.split("SKIP:", 1)[1].strip()), output
     if proc.returncode != 0:
         tail = " | ".join(output.strip().splitlines()[-3:])
         return Outcome("FAIL", f"exit code {proc.returncode}: {tail}"), output
@@ -245,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     log_dir = os.path.join(REPO, "build", "leakcheck", f"{args.tool}-py{version}")
     os.makedirs(log_dir, exist_ok=True)
 
-    counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
+    counts = {"PASS": 0, "FAIL": 0}
     started = time.monotonic()
     for s in scenarios:
         t0 = time.monotonic()
@@ -258,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
             line += f"  (log: {os.path.relpath(os.path.join(log_dir, s.name + '.log'), REPO)})"
         print(line, flush=True)
     print(f"scenarios ({args.tool}, CPython {version}): {counts['PASS']} passed, "
-          f"{counts['FAIL']} failed, {counts['SKIP']} skipped in {time.monotonic() - started:.1f} s")
+          f"{counts['FAIL']} failed in {time.monotonic() - started:.1f} s")
     return 1 if counts["FAIL"] else 0
 
 
