@@ -71,7 +71,7 @@ free_threaded = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
 
 setup(
     package_dir={"": "python"},
-    packages=["coextra"],
+    packages=["coextra", "coextra.stress"],
     package_data={"coextra": ["py.typed", "*.pyi"]},
     ext_modules=[] if free_threaded else [CMakeExtension("coextra._coextra")],
     cmdclass={"build_ext": CMakeBuild, "build_py": BuildPyWithHeaders},

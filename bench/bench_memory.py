@@ -40,7 +40,7 @@ STORES = {
     "WeakKeyDictionary[code] = product": (
         "import weakref\ntable = weakref.WeakKeyDictionary()", "table[code] = product"),
     "dict[code] = product (keeps code alive)": ("table = {}", "table[code] = product"),
-    "naive strong co_extra (coextra._naive.put)": ("from coextra import _naive", "_naive.put(code, product)"),
+    "naive strong co_extra (coextra.stress._naive.put)": ("from coextra.stress import _naive", "_naive.put(code, product)"),
 }
 
 

@@ -22,7 +22,7 @@ from collections import Counter
 import pytest
 
 import coextra
-from coextra import _naive
+from coextra.stress import _naive
 from conftest import make_function
 
 INSTANCES = 8

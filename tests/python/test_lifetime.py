@@ -6,7 +6,7 @@ import gc
 import weakref
 
 import coextra
-from coextra import _naive
+from coextra.stress import _naive
 from conftest import make_function
 
 

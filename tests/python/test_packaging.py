@@ -31,6 +31,7 @@ SMOKE = (
     "pkg = os.path.dirname(coextra.__file__)\n"
     "assert os.path.exists(os.path.join(pkg, 'py.typed'))\n"
     "assert os.path.exists(os.path.join(pkg, '_coextra.pyi'))\n"
+    "from coextra.stress import main, _naive\n"  # the demo subpackage ships too
     "print(coextra.__file__)\n"
 )
 

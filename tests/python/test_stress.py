@@ -12,7 +12,7 @@ import pytest
 from conftest import subprocess_env
 
 import coextra
-from coextra import _memory, _svg
+from coextra.stress import _memory, _svg
 
 FUNCTIONS = 200
 WAVES = 2

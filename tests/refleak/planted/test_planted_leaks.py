@@ -14,7 +14,7 @@ import pytest
 if os.environ.get("COEXTRA_PLANTED_LEAKS") != "1":
     pytest.skip("planted leaks run only with COEXTRA_PLANTED_LEAKS=1", allow_module_level=True)
 
-from coextra import _naive  # noqa: E402
+from coextra.stress import _naive  # noqa: E402
 
 ctypes.pythonapi.Py_IncRef.argtypes = [ctypes.py_object]
 ctypes.pythonapi.Py_IncRef.restype = None

@@ -1,5 +1,5 @@
 """PLANTED LEAK (run only when explicitly selected): the naive strong co_extra store
-(coextra._naive) with products that reference their own code. Every code object
+(coextra.stress._naive) with products that reference their own code. Every code object
 stays alive forever in a cycle the GC cannot see; the harness must report it.
 
 The product is a tuple of the code and a buffer: once the GC has untracked it (a
@@ -13,7 +13,7 @@ import gc
 
 from _scenario import fresh_function
 
-from coextra import _naive
+from coextra.stress import _naive
 
 for i in range(200):
     f = fresh_function(i)

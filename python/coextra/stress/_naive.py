@@ -37,7 +37,7 @@ _api.Py_IncRef.restype = None
 # Py_DecRef has the signature of a co_extra free function: void (*)(void *).
 _INDEX = _request_index(ctypes.cast(_api.Py_DecRef, ctypes.c_void_p))
 if _INDEX < 0:  # pragma: no cover - only when all 254 indices are taken
-    raise ImportError("coextra._naive: no co_extra index left")
+    raise ImportError("coextra.stress._naive: no co_extra index left")
 
 
 def put(code: CodeType, product: Any) -> None:

@@ -5,7 +5,7 @@
 
 Each wave compiles n/waves new functions (exec'd sources, closures, lambdas,
 methods of classes created at run time), runs each twice through a backend whose
-products reference their own code (coextra/_workload.py), then drops every
+products reference their own code (coextra/stress/_workload.py), then drops every
 reference the program holds to them. After each wave the store is measured:
 code objects still alive (weak references to every code object compiled),
 RSS and peak RSS, time, and time spent in gc.collect() and in coextra's collector.
@@ -224,7 +224,8 @@ def _mib(value: Optional[int]) -> str:
 
 def _child_env() -> dict:
     env = dict(os.environ)
-    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    # The directory that holds the coextra package (this file is coextra/stress/__init__.py).
+    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH", "")) if p)
     return env
 
@@ -364,7 +365,3 @@ def main(argv: Optional[list[str]] = None) -> int:
         json.dump(result, sys.stdout, indent=2)
         sys.stdout.write("\n")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

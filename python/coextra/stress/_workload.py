@@ -1,6 +1,6 @@
 """The stress demo's workload: run-time functions, a backend that compiles them, three stores.
 
-Kept apart from the command line (coextra/stress.py) so the pieces read on their own:
+Kept apart from the command line (coextra/stress/__init__.py) so the pieces read on their own:
 
 * ``make_function(kind, i)`` compiles one new function: an exec'd ``def``, a
   closure, a lambda, or a method of a class created at run time. Each has its own
@@ -11,7 +11,7 @@ Kept apart from the command line (coextra/stress.py) so the pieces read on their
   (its frames hold the code and the function in their locals) -- plus a block of
   "machine code" bytes so the memory a leak keeps is visible in the RSS.
 * The three stores keep products per code object: the naive strong co_extra
-  store (``coextra._naive``), a ``weakref.WeakKeyDictionary`` keyed by code, and
+  store (``coextra.stress._naive``), a ``weakref.WeakKeyDictionary`` keyed by code, and
   coextra (``coextra.attach``). All three get the same backend.
 """
 
@@ -132,7 +132,7 @@ class NaiveStore:
     label = "naive co_extra store"
 
     def __init__(self) -> None:
-        from coextra import _naive
+        from . import _naive
 
         self.get = _naive.get
         self.put = _naive.put
