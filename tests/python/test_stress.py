@@ -12,7 +12,7 @@ import pytest
 from conftest import subprocess_env
 
 import coextra
-from coextra.stress import _memory, _svg
+from coextra.stress import _memory
 
 FUNCTIONS = 200
 WAVES = 2
@@ -92,20 +92,32 @@ def test_collect_every_wave_adds_explicit_passes():
 
 
 def test_plot_is_an_svg_with_both_panels_and_every_store(demo):
+    pytest.importorskip("matplotlib")  # the extra coextra[plot]; requirements-dev.txt installs it
     result, plot, _ = demo
     root = ET.parse(plot).getroot()  # raises on malformed XML
     assert root.tag == SVG + "svg"
-    panels = root.findall(f"{SVG}g[@class='panel']")
-    assert [p.get("data-title") for p in panels] == ["Code objects still alive", "Resident memory (RSS)"]
-    labels = [store["label"] for store in result["stores"].values()]
-    for panel in panels:
-        series = panel.findall(f"{SVG}g[@class='series']")
-        assert [s.get("data-name") for s in series] == labels
-        for s in series:
-            points = s.find(f"{SVG}polyline").get("points").split()
-            assert len(points) == WAVES + 1
-    legend = root.find(f"{SVG}g[@class='legend']")
-    assert [t.text for t in legend.findall(f"{SVG}text")] == labels
+    text = " ".join(t for t in root.itertext())
+    for title in ("Code objects still alive", "Resident memory (RSS)"):
+        assert title in text
+    for store in result["stores"].values():
+        assert text.count(store["label"]) >= 2, "a legend entry in each panel"
+    # One polyline of WAVES + 1 points per store and panel (legend samples have 2 points).
+    lines = [p for p in root.iter(SVG + "path") if (p.get("d") or "").count("L") == WAVES
+             and "stroke:" in (p.get("style") or "") and "fill: none" in (p.get("style") or "")]
+    assert len(lines) >= 2 * len(result["stores"]), "a line of every store in both panels"
+
+
+def test_without_matplotlib_the_demo_says_so_and_keeps_the_table(tmp_path):
+    (tmp_path / "matplotlib.py").write_text("raise ImportError('hidden for this test')\n")
+    env = subprocess_env()
+    env["PYTHONPATH"] = str(tmp_path) + ":" + env["PYTHONPATH"]
+    run = subprocess.run(
+        [sys.executable, "-m", "coextra.stress", "-n", "60", "--waves", "2", "--stores", "coextra",
+         "--plot", str(tmp_path / "plot.svg")],
+        capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "no plot: matplotlib is not installed" in run.stdout
+    assert "live code objects" in run.stdout and not (tmp_path / "plot.svg").exists()
 
 
 def test_unknown_store_is_refused():
@@ -113,16 +125,6 @@ def test_unknown_store_is_refused():
                          capture_output=True, text=True, env=subprocess_env(), timeout=60)
     assert run.returncode == 2
     assert "bogus" in run.stderr
-
-
-def test_nice_ticks_cover_the_range_with_round_steps():
-    ticks = _svg.nice_ticks(0, 10_000)
-    assert ticks[0] <= 0 and ticks[-1] >= 10_000
-    steps = {round(b - a, 6) for a, b in zip(ticks, ticks[1:])}
-    assert steps == {2000.0}
-    assert _svg.nice_ticks(0, 0)[-1] > 0, "an all-zero series still gets an axis"
-    for high in (68.4, 99.9, 100, 1, 12_345):
-        assert _svg.nice_ticks(0, high)[-1] >= high, f"the axis must reach {high}"
 
 
 def test_rss_figures_are_plausible():
@@ -157,6 +159,7 @@ class _Stream:
 
 
 def test_progress_is_a_bar_on_a_terminal_and_plain_lines_otherwise():
+    pytest.importorskip("tqdm")  # the extra coextra[demo]; requirements-dev.txt installs it
     from coextra.stress import Progress
 
     record = {"wave": 2, "live_code_objects": 10, "rss_bytes": 3 << 20}
@@ -165,7 +168,6 @@ def test_progress_is_a_bar_on_a_terminal_and_plain_lines_otherwise():
         progress = Progress(stream, total_waves=4)
         progress.update("naive", {**record, "wave": 0})
         progress.update("naive", record)
-    assert tty.text.startswith("\r") and "\n" not in tty.text, "a bar redraws one line"
-    assert "[###############---------------]   2/4 waves" in tty.text
-    assert "\r" not in plain.text and "[#" not in plain.text
+    assert "\r" in tty.text and "2/4" in tty.text and "live code objects 10" in tty.text
+    assert "\r" not in plain.text
     assert plain.text == "  naive: wave 2/4: live code objects 10, RSS 3.0 MiB\n", "no line for the baseline"

@@ -195,27 +195,37 @@ def run_worker(store_name: str, functions: int, waves: int, payload: int,
 
 
 class Progress:
-    """A progress bar on a terminal, plain lines otherwise."""
+    """A tqdm bar per store on a terminal when tqdm is installed (the demo's
+    extra, coextra[demo]), plain lines otherwise."""
 
     def __init__(self, stream: Any, total_waves: int) -> None:
         self.stream = stream
         self.total = total_waves
-        self.tty = stream.isatty()
+        self.bars: dict[str, Any] = {}
+        self.tqdm = None
+        if stream.isatty():
+            try:
+                from tqdm import tqdm
+
+                self.tqdm = tqdm
+            except ImportError:
+                pass
 
     def update(self, label: str, record: dict) -> None:
         wave, live = record["wave"], record["live_code_objects"]
         rss = _mib(record["rss_bytes"])
-        if self.tty:
-            width = 30
-            filled = width * wave // self.total
-            bar = "#" * filled + "-" * (width - filled)
-            self.stream.write(f"\r  {label:<22} [{bar}] {wave:>3}/{self.total} waves  "
-                              f"live code objects {live:>7}  RSS {rss:>8} MiB")
+        if self.tqdm is not None:
+            bar = self.bars.get(label)
+            if bar is None:
+                bar = self.bars[label] = self.tqdm(total=self.total, desc=f"  {label}", unit="wave",
+                                                   file=self.stream, leave=True)
+            bar.set_postfix_str(f"live code objects {live}, RSS {rss} MiB", refresh=False)
+            bar.update(wave - bar.n)
             if wave == self.total:
-                self.stream.write("\n")
+                bar.close()
         elif wave > 0:
             self.stream.write(f"  {label}: wave {wave}/{self.total}: live code objects {live}, RSS {rss} MiB\n")
-        self.stream.flush()
+            self.stream.flush()
 
 
 def _mib(value: Optional[int]) -> str:
@@ -270,27 +280,47 @@ def format_table(result: dict) -> str:
     return "\n".join(out)
 
 
-def write_plot(result: dict, path: str) -> None:
-    from ._svg import Panel, Series, line_charts
+def write_plot(result: dict, path: str) -> bool:
+    """Live code objects and RSS per wave, one line per store, with matplotlib
+    (the extra coextra[plot]); the format follows the file's extension.
+    False when matplotlib is not installed: the table printed above has the
+    same figures."""
+    try:
+        import matplotlib
 
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    matplotlib.rcParams["svg.fonttype"] = "none"  # text stays text in an SVG
     colors = {"naive": "#d62728", "weakkeydict": "#ff7f0e", "coextra": "#2ca02c"}
-    live = Panel("Code objects still alive", "live code objects")
-    rss = Panel("Resident memory (RSS)", "RSS (MiB)")
+    figure, (live, rss) = plt.subplots(1, 2, figsize=(12, 4.5))
     for name, store in result["stores"].items():
         waves = store["waves"]
-        live.series.append(Series(store["label"], [(w["wave"], w["live_code_objects"]) for w in waves],
-                                  colors.get(name, "#1f77b4"), dashed=name == "weakkeydict"))
-        rss.series.append(Series(store["label"], [(w["wave"], (w["rss_bytes"] or 0) / 2**20) for w in waves],
-                                 colors.get(name, "#1f77b4"), dashed=name == "weakkeydict"))
+        style = {"color": colors.get(name), "linestyle": "--" if name == "weakkeydict" else "-",
+                 "marker": "o", "label": store["label"]}
+        x = [w["wave"] for w in waves]
+        live.plot(x, [w["live_code_objects"] for w in waves], **style)
+        rss.plot(x, [(w["rss_bytes"] or 0) / 2**20 for w in waves], **style)
+    for axes, title, unit in ((live, "Code objects still alive", "live code objects"),
+                              (rss, "Resident memory (RSS)", "RSS (MiB)")):
+        axes.set_title(title)
+        axes.set_xlabel("wave (after dropping its functions)")
+        axes.set_ylabel(unit)
+        axes.set_ylim(bottom=0)
+        axes.grid(alpha=0.3)
+        axes.legend()
     config = result["config"]
-    subtitle = (f"{config['functions']} functions compiled and dropped in {config['waves']} waves, "
-                f"CPython {config['python']}; evalframe; "
-                f"{'collect() every wave' if config.get('collect_every_wave') else 'automatic collection only'}")
-    svg = line_charts([live, rss], title="coextra stress: compiled products that reference their own code",
-                      subtitle=subtitle, x_label="wave (after dropping its functions)")
+    figure.suptitle("coextra stress: compiled products that reference their own code\n"
+                    f"{config['functions']} functions compiled and dropped in {config['waves']} waves, "
+                    f"CPython {config['python']}; evalframe; "
+                    f"{'collect() every wave' if config.get('collect_every_wave') else 'automatic collection only'}",
+                    fontsize=10)
+    figure.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w") as fh:
-        fh.write(svg)
+    figure.savefig(path)
+    plt.close(figure)
+    return True
 
 
 def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
@@ -305,7 +335,7 @@ def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
     parser.add_argument("--payload", type=int, default=2048,
                         help="bytes of 'machine code' in every product (default 2048)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
-    parser.add_argument("--plot", metavar="FILE.svg", help="write an SVG chart of live code objects and RSS")
+    parser.add_argument("--plot", metavar="FILE.svg", help="plot live code objects and RSS per wave (needs matplotlib: coextra[plot])")
     parser.add_argument("--collect-every-wave", action="store_true",
                         help="call coextra.collect() after every wave (default: automatic collection only)")
     parser.add_argument("--worker", choices=sorted(_workload.STORES), help=argparse.SUPPRESS)
@@ -358,9 +388,12 @@ def main(argv: Optional[list[str]] = None) -> int:
               f"{coextra_final['live_after_reset']} / {args.functions} code objects were still alive "
               f"(nothing but their own caches kept the others)", file=out)
     if args.plot:
-        write_plot(result, args.plot)
-        result["plot"] = os.path.abspath(args.plot)
-        print(f"\nplot: {result['plot']}", file=out)
+        if write_plot(result, args.plot):
+            result["plot"] = os.path.abspath(args.plot)
+            print(f"\nplot: {result['plot']}", file=out)
+        else:
+            print("\nno plot: matplotlib is not installed (pip install 'coextra[plot]'); "
+                  "the table above has the figures", file=out)
     if args.json:
         json.dump(result, sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -1,61 +1,43 @@
-"""This process's resident set size (RSS) and its peak, without a hard dependency.
+"""This process's resident set size (RSS) and its peak.
 
-Sources, best first: /proc/self/status (VmRSS, VmHWM: Linux, exact and cheap),
-then psutil when it is installed (RSS only), then resource.getrusage (peak only).
-A figure no source can give is None; ``source()`` says where the figures come from.
+RSS comes from psutil when it is installed (the demo's extra, coextra[demo]),
+else from /proc/self/status on Linux; the peak from resource.getrusage. A
+figure no source can give is None; ``source()`` says where they come from.
 """
 
 from __future__ import annotations
 
-import os
+import resource
 import sys
 from typing import Optional
 
-_STATUS = "/proc/self/status"
+try:
+    import psutil
+except ImportError:  # optional: the demo works without it on Linux
+    psutil = None
 
 
-def _status_kib(field: str) -> Optional[int]:
+def rss_bytes() -> Optional[int]:
+    """Resident set size now, in bytes."""
+    if psutil is not None:
+        return int(psutil.Process().memory_info().rss)
     try:
-        with open(_STATUS) as fh:
+        with open("/proc/self/status") as fh:
             for line in fh:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
     return None
 
 
-def rss_bytes() -> Optional[int]:
-    """Resident set size now, in bytes."""
-    kib = _status_kib("VmRSS")
-    if kib is not None:
-        return kib * 1024
-    try:
-        import psutil
-    except ImportError:
-        return None
-    return int(psutil.Process(os.getpid()).memory_info().rss)
-
-
-def peak_rss_bytes() -> Optional[int]:
+def peak_rss_bytes() -> int:
     """The largest resident set size this process has had, in bytes."""
-    kib = _status_kib("VmHWM")
-    if kib is not None:
-        return kib * 1024
-    try:
-        import resource
-    except ImportError:  # pragma: no cover - Windows
-        return None
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return int(peak) if sys.platform == "darwin" else int(peak) * 1024  # macOS: bytes
+    peak = int(peak) if sys.platform == "darwin" else int(peak) * 1024  # Linux: KiB
+    # Linux updates the high-water mark lazily: it can lag behind the RSS now.
+    return max(peak, rss_bytes() or 0)
 
 
 def source() -> str:
-    if _status_kib("VmRSS") is not None:
-        return "/proc/self/status"
-    try:
-        import psutil  # noqa: F401
-
-        return "psutil + resource"
-    except ImportError:
-        return "resource (peak only)"
+    return ("psutil" if psutil is not None else "/proc/self/status") + " + getrusage (peak)"
