@@ -171,50 +171,45 @@ int api_closed() {
     return (r == nullptr || r->closed) ? 1 : 0;  // destroyed: as closed as it gets
 }
 
-// Not const: extra_index is filled in by capi_table() once the registry exists.
-coextra_CAPI table = {
-    COEXTRA_CAPI_VERSION,
-    sizeof(coextra_CAPI),
-    -1,
-    api_holder_of,
-    api_ensure,
-    api_add,
-    api_entry_product,
-    api_entry_guard,
-    api_lookup,
-    api_front,
-    api_find,
-    api_for_each,
-    api_size,
-    api_remove,
-    api_clear,
-    api_detach,
-    api_holder_code,
-    api_closed,
-    collector_collect_all,
-};
-
 }  // namespace
 
-const coextra_CAPI *capi_table() {
-    if (extra_index < 0) {
-        Registry *r = registry_get();
-        if (r == nullptr) {
-            PyErr_Clear();  // no registry yet: holder_of answers NULL until there is one
-        } else {
-            extra_index = r->extra_index;
-            table.extra_index = extra_index;
-        }
-    }
-    return &table;
-}
+// Made once, when the capsule is first asked for (after registry_init: the
+// registry's co_extra index is part of it), and never changed after.
+static const coextra_CAPI *the_table = nullptr;
+
+const coextra_CAPI *capi_table() { return the_table; }
 
 PyObject *capi_capsule() {
-    if (registry_get() == nullptr) {
+    Registry *r = registry_get();
+    if (r == nullptr) {
         return nullptr;
     }
-    capi_table();
-    return PyCapsule_New(&table, COEXTRA_CAPSULE_NAME, nullptr);
+    if (the_table == nullptr) {
+        extra_index = r->extra_index;  // CPython never changes or releases an index
+        static const coextra_CAPI table = {
+            COEXTRA_CAPI_VERSION,
+            sizeof(coextra_CAPI),
+            extra_index,
+            api_holder_of,
+            api_ensure,
+            api_add,
+            api_entry_product,
+            api_entry_guard,
+            api_lookup,
+            api_front,
+            api_find,
+            api_for_each,
+            api_size,
+            api_remove,
+            api_clear,
+            api_detach,
+            api_holder_code,
+            api_closed,
+            collector_collect_all,
+        };
+        the_table = &table;
+    }
+    return PyCapsule_New(const_cast<coextra_CAPI *>(the_table), COEXTRA_CAPSULE_NAME, nullptr);
 }
 
 }  // namespace coextra::detail

@@ -11,14 +11,14 @@
 
 namespace coextra::detail {
 
-// The table of this build. Static storage: valid for the life of the process,
-// which outlives the capsule that points at it. Call it after registry_init()
-// (the table learns the registry's co_extra index on the first call made
-// while a registry exists).
+// The table of this build, const once made: the first capi_capsule() makes it
+// (the module does, at import, after registry_init), NULL before. Static
+// storage: valid for the life of the process, which outlives the capsule.
 const coextra_CAPI *capi_table();
 
-// A new capsule named COEXTRA_CAPSULE_NAME around capi_table(), or NULL with
-// an exception (RuntimeError when there is no registry).
+// A new capsule named COEXTRA_CAPSULE_NAME around the table (made on the
+// first call), or NULL with an exception (RuntimeError when there is no
+// registry).
 PyObject *capi_capsule();
 
 }  // namespace coextra::detail
