@@ -32,8 +32,11 @@ struct State {
     // progress, and the GIL serialises the hook.
     bool compiling = false;
     pthread_t compiling_thread{};  // valid while compiling
-    // enabled && !compiling: the one flag the hook tests per frame.
+    // enabled && !compiling.
     bool active = false;
+    // active && previous is CPython's default evaluator: the one flag the
+    // hook tests per frame on its common path (update_active keeps it).
+    bool direct = false;
     // Frames looked up that were not hits (frames = hits + misses).
     uint64_t misses = 0;
     // The C API table, the one third parties get through the capsule.
@@ -49,7 +52,10 @@ State state;
 // already, and handing it down again would loop.
 thread_local compat::EvalFrame *passing_down = nullptr;
 
-void update_active() { state.active = state.enabled && !state.compiling; }
+void update_active() {
+    state.active = state.enabled && !state.compiling;
+    state.direct = state.active && state.previous == compat::default_eval_frame();
+}
 
 // Runs the frame with the evaluator underneath.
 PyObject *run_previous(compat::EvalFrameFunction previous, PyThreadState *tstate,
@@ -110,11 +116,15 @@ int compile(PyThreadState *tstate, PyObject *code) {
     return result;
 }
 
-PyObject *hook(PyThreadState *tstate, compat::EvalFrame *frame, int throwflag) {
+// Everything but a hit with the default evaluator underneath: a miss (the
+// compile), the backend off or compiling, a throw, another evaluator
+// underneath. Kept out of line so that the common path saves no registers
+// for it.
+[[gnu::noinline, gnu::cold]] PyObject *hook_slow_path(PyThreadState *tstate, compat::EvalFrame *frame,
+                                                      int throwflag) {
     // Read once: a callback may re-enable over another evaluator meanwhile.
     compat::EvalFrameFunction previous = state.previous;
-    // passing_down is only ever set for a non-default `previous`; the test
-    // keeps the thread-local read off the common path.
+    // passing_down is only ever set for a non-default `previous`.
     if (previous != compat::default_eval_frame() && frame == passing_down) {
         // Back from the evaluator we handed this frame to: run it ourselves.
         return compat::default_eval_frame()(tstate, frame, throwflag);
@@ -126,9 +136,6 @@ PyObject *hook(PyThreadState *tstate, compat::EvalFrame *frame, int throwflag) {
         return run_previous(previous, tstate, frame, throwflag);
     }
     PyObject *code = compat::frame_code(frame);
-    // The header's inline holder read, then the table's front(): every entry
-    // applies (no guard), so the front one answers; it counts the hit and
-    // needs no reference, since nothing runs before the frame does.
     PyObject *holder = coextra_holder_of(code);
     if (holder != nullptr && state.api->front(holder) != nullptr) {
         state.stats.hits++;
@@ -143,6 +150,20 @@ PyObject *hook(PyThreadState *tstate, compat::EvalFrame *frame, int throwflag) {
         return run_previous(previous, tstate, frame, 1);
     }
     return run_previous(previous, tstate, frame, throwflag);
+}
+
+PyObject *hook(PyThreadState *tstate, compat::EvalFrame *frame, int throwflag) {
+    if (state.direct && !throwflag) {
+        // The header's inline holder read, then the table's front(): every
+        // entry applies (no guard), so the front one answers; it counts the
+        // hit and needs no reference, since nothing runs before the frame does.
+        PyObject *holder = coextra_holder_of(compat::frame_code(frame));
+        if (holder != nullptr && state.api->front(holder) != nullptr) {
+            state.stats.hits++;
+            return compat::default_eval_frame()(tstate, frame, throwflag);
+        }
+    }
+    return hook_slow_path(tstate, frame, throwflag);
 }
 
 }  // namespace
@@ -176,7 +197,7 @@ void evalframe_disable() {
         state.previous = state.underneath;
     }
     state.enabled = false;
-    update_active();
+    update_active();  // also after `previous` changed
     PyObject *old = state.callback;
     state.callback = nullptr;
     Py_XDECREF(old);
