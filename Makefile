@@ -26,6 +26,14 @@ bench: build
 leakcheck: build
 	@scripts/leakcheck.sh full
 
+# CPython's own regression tests with the coextra.evalframe backend in every process,
+# against a plain run (docs/conformance.md): the large selection on 3.11 and 3.13.
+.PHONY: conformance
+conformance: build
+	@status=0; for v in 3.11 3.13; do \
+	    .venv/py$$v/bin/python tests/conformance/run.py --selection large || status=1; \
+	done; exit $$status
+
 clean:
 	rm -rf build python/coextra/*.so
 	rm -rf tests/python/_ext
