@@ -15,6 +15,9 @@ for venv in .venv/py3.*; do
     # C API / evalframe: the benchmark as a smoke test (it asserts every frame is a hit).
     step "bench_evalframe --quick (CPython $version)" env PYTHONPATH="$PWD/python" \
         "$venv/bin/python" bench/bench_evalframe.py --quick
+    # The backend on real programs: every result checked against a run without a hook.
+    step "bench_programs --quick (CPython $version)" env PYTHONPATH="$PWD/python" \
+        "$venv/bin/python" bench/bench_programs.py --quick
     # Conformance (docs/conformance.md): CPython's own tests with the backend in every
     # process against a plain run; `make conformance` runs the large selection.
     step "conformance --selection small (CPython $version)" \
