@@ -50,15 +50,18 @@ bool time_rule(const Registry *r) {
     return since.count() >= kFullPassPause * predicted;
 }
 
-Py_ssize_t run_full_pass() {
-    Registry *r = registry_get();
-    size_t examined = r != nullptr ? r->holders.size() : 0;
+// A full pass, and the marks of both rules. -1 with the pass's exception set.
+Py_ssize_t run_full_pass(const Registry *r) {
+    size_t examined = r->holders.size();
     Py_ssize_t detached = collector_collect_auto_full();
-    if (Registry *now = registry_get()) {
-        last_full.attached_total = now->attached_total;
-        last_full.holders = now->holders.size();
+    if (detached >= 0) {  // else keep the pass's exception for on_gc to report
+        if (Registry *now = registry_get()) {
+            last_full.attached_total = now->attached_total;
+            last_full.holders = now->holders.size();
+        } else {
+            PyErr_Clear();  // torn down by code run while detaching
+        }
     }
-    PyErr_Clear();
     last_full.ended = Clock::now();
     const CollectorStats &stats = collector_stats();
     last_full.seconds_per_holder =
@@ -114,7 +117,7 @@ PyObject *on_gc(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
         Py_RETURN_NONE;
     }
     Py_ssize_t detached = (generation_of(args[1]) >= 2 && (attachment_rule(r) || time_rule(r)))
-                              ? run_full_pass()
+                              ? run_full_pass(r)
                               : run_young_pass_if_due();
     if (detached < 0) {
         // A callback must not fail the GC pass that called it.
