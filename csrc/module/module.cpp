@@ -40,23 +40,25 @@ PyObject *py_holder(PyObject *, PyObject *const *args, Py_ssize_t nargs, PyObjec
     if (!parse_fastcall_args("holder", names, 2, args, nargs, kwnames, values)) {
         return nullptr;
     }
-    PyObject *create_arg = values[1];
-    CodeRef code_ref(values[0]);  // held across registry_ensure's allocation (target.h)
-    PyObject *code = code_ref.get();
+    PyObject *code = code_of(values[0]);  // borrowed: a lookup runs no code
     if (code == nullptr) {
         return nullptr;
     }
     Holder *h = registry_holder_of(code);
-    if (h == nullptr && create_arg != Py_False) {
-        int create = PyObject_IsTrue(create_arg);
-        if (create < 0) {
+    if (h != nullptr || values[1] == Py_False) {
+        return Py_NewRef(h ? reinterpret_cast<PyObject *>(h) : Py_None);
+    }
+    // create: the truth test and the allocation can run any code, which may
+    // take the function's code away (target.h): hold it until we are done.
+    CodeRef code_ref(values[0]);
+    int create = PyObject_IsTrue(values[1]);
+    if (create < 0) {
+        return nullptr;
+    }
+    if (create) {
+        h = registry_ensure(code_ref.get());
+        if (h == nullptr) {
             return nullptr;
-        }
-        if (create) {
-            h = registry_ensure(code);
-            if (h == nullptr) {
-                return nullptr;
-            }
         }
     }
     return Py_NewRef(h ? reinterpret_cast<PyObject *>(h) : Py_None);
