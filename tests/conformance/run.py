@@ -45,6 +45,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import xml.etree.ElementTree as ET
 
@@ -316,6 +317,17 @@ def preflight(python: str, evaluator: str) -> str | None:
     return None
 
 
+RUNNING: set[int] = set()  # process groups of the module runs in progress
+STOPPING = threading.Event()  # the harness is being interrupted: start nothing more
+
+
+def kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
 def run_module(python: str, module: str, mode: str, root: str, timeout: float, tag: str,
                evaluator: str) -> Run:
     run = Run(module, mode)
@@ -330,15 +342,22 @@ def run_module(python: str, module: str, mode: str, root: str, timeout: float, t
     cmd = [python, "-m", "test", "-v", "--randseed", "1", "--junit-xml", xml_path, module]
     t0 = time.monotonic()
     with open(out_path, "wb") as out:
+        # Its own session: a timeout or an interrupted harness kills the run with
+        # every process it started.
         proc = subprocess.Popen(cmd, cwd=cwd, env=environment(mode, stats_dir, evaluator), stdout=out,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True)
+        RUNNING.add(proc.pid)
+        if STOPPING.is_set():
+            kill_group(proc.pid)
         try:
             run.returncode = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            kill_group(proc.pid)
             proc.wait()
             run.crashed = "timed out after %d s" % timeout
+        finally:
+            RUNNING.discard(proc.pid)
     run.seconds = time.monotonic() - t0
     with open(out_path, encoding="utf-8", errors="replace") as f:
         output = f.read()
@@ -520,25 +539,45 @@ def markdown_table(rows: list[list[str]]) -> str:
 
 def first_line(message: str, limit: int = 160) -> str:
     lines = [line.strip() for line in message.splitlines() if line.strip()]
-    # The exception line of a traceback is more telling than its first frame.
-    pick = next((line for line in reversed(lines) if re.match(r"^[\w.]+(Error|Exception|Exit|Warning)\b", line)),
-                lines[-1] if lines else "")
+    # A fatal error, else the exception line of a traceback: more telling than
+    # its first frame.
+    pick = next((line for line in lines if line.startswith("Fatal Python error")), None)
+    if pick is None:
+        pick = next((line for line in reversed(lines)
+                     if re.match(r"^[\w.]+(Error|Exception|Exit|Warning)\b", line)),
+                    lines[-1] if lines else "")
     return pick[:limit]
 
 
 def difference_lines(reports: list[ModuleReport], markdown: bool) -> list[str]:
+    """Unexplained and flaky differences one per line, with their failure; explained
+    ones grouped by effect."""
     out = []
+    explained: dict[str, list[Difference]] = {}
     for r in reports:
         for d in r.differences:
-            status = ("explained: " + d.effect) if d.effect else ("flaky (not in rerun)" if d.flaky else "UNEXPLAINED")
-            test = d.test
+            if d.effect:
+                explained.setdefault(d.effect, []).append(d)
+                continue
+            status = "flaky (not in the rerun)" if d.flaky else "UNEXPLAINED"
             if markdown:
-                out.append("- `%s`: plain %s, backend %s; %s. `%s`" % (
-                    test, d.plain, d.backend, status, first_line(d.message).replace("`", "'")))
+                out.append("- `%s`: plain %s, backend %s; **%s**. `%s`" % (
+                    d.test, d.plain, d.backend, status, first_line(d.message).replace("`", "'")))
             else:
-                out.append("  %s: plain %s -> backend %s [%s]" % (test, d.plain, d.backend, status))
-                if d.message and not d.effect:
+                out.append("  %s: plain %s -> backend %s [%s]" % (d.test, d.plain, d.backend, status))
+                if d.message:
                     out.append("      " + first_line(d.message))
+    for effect, diffs in explained.items():
+        shown = diffs if len(diffs) <= 6 else diffs[:4]
+        more = "" if len(diffs) <= 6 else ", and %d more" % (len(diffs) - len(shown))
+        if markdown:
+            tests = ", ".join("`%s` (%s)" % (d.test, d.backend) for d in shown)
+            out.append("- explained by %s (%d): %s%s" % (effect, len(diffs), tests, more))
+        else:
+            out.append("  explained by %s (%d):" % (effect, len(diffs)))
+            out += ["      %s: plain %s -> backend %s" % (d.test, d.plain, d.backend) for d in shown]
+            if more:
+                out.append("      ..." + more[1:])
     return out
 
 
@@ -575,6 +614,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     t_start = time.monotonic()
+    # Test processes get the default signal dispositions, however the harness was
+    # started: a SIGINT ignored by a background shell job would be inherited, and
+    # tests that interrupt themselves (_thread.interrupt_main()) then hang.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGQUIT) is signal.SIG_IGN:
+        signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     python = args.python
     info = interpreter_info(python)
     version = info["version"]
@@ -616,15 +663,24 @@ def main(argv: list[str] | None = None) -> int:
             futures = {pool.submit(run_module, python, m, mode, root, args.timeout, tag,
                                    args.evaluator): (m, mode)
                        for m in names for mode in ("plain", "backend")}
-            for future in concurrent.futures.as_completed(futures):
-                run = future.result()
-                results[futures[future]] = run
-                extra = ""
-                if run.mode == "backend":
-                    extra = ", %d processes, %d compiles" % (len(run.stats), run.compiles())
-                print("  %-24s %-7s %6.1f s  %-14s %d tests, %d failed%s%s" % (
-                    run.module, run.mode, run.seconds, run.result or "-", len(run.outcomes),
-                    run.failures(), extra, (" [%s]" % run.crashed) if run.crashed else ""), flush=True)
+            try:
+                for future in concurrent.futures.as_completed(futures):
+                    run = future.result()
+                    results[futures[future]] = run
+                    extra = ""
+                    if run.mode == "backend":
+                        extra = ", %d processes, %d compiles" % (len(run.stats), run.compiles())
+                    print("  %-24s %-7s %6.1f s  %-14s %d tests, %d failed%s%s" % (
+                        run.module, run.mode, run.seconds, run.result or "-", len(run.outcomes),
+                        run.failures(), extra, (" [%s]" % run.crashed) if run.crashed else ""),
+                        flush=True)
+            except BaseException:  # KeyboardInterrupt, SIGTERM: leave nothing running
+                STOPPING.set()
+                for future in futures:
+                    future.cancel()
+                for pgid in list(RUNNING):
+                    kill_group(pgid)
+                raise
         return {m: (results[(m, "plain")], results[(m, "backend")]) for m in names}
 
     reports = []
