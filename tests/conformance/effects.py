@@ -155,7 +155,7 @@ EFFECTS: list[Effect] = [
     Effect(
         name="code-freed-by-collection",
         kind="cache",
-        versions=("3.10", "3.11", "3.12"),  # both pass on 3.13
+        versions=ALL,
         tests=(
             "test.test_code.CoExtra.test_free_called",
             "test.test_code.CoExtra.test_free_different_thread",

@@ -173,6 +173,7 @@ FAILED = ("failure", "error")
 # regrtest exit statuses that still mean "the tests ran": success, failures,
 # environment changed, no tests ran.
 NORMAL_EXIT = (0, 2, 3, 4)
+EXIT_NO_BACKEND = 97  # sitecustomize.py: the backend was asked for and could not be enabled
 
 
 @dataclasses.dataclass
@@ -205,6 +206,7 @@ class Difference:
     backend: str
     message: str = ""  # the backend's (or the plain run's) failure text
     effect: str = ""  # the explaining effect's name
+    note: str = ""  # a hint for the reader
     flaky: bool = False  # not seen again in the rerun
 
 
@@ -496,6 +498,9 @@ def compare(plain: Run, backend: Run, version: str, effects: list) -> list[Diffe
         effect = effects_module.explain(effects, version, d.test, d.plain, d.backend, d.message)
         if effect is not None:
             d.effect = effect.name
+        elif re.search(r"exit status %d\b|Refusing to run without it" % EXIT_NO_BACKEND, d.message):
+            d.note = ("a process could not enable coextra (sitecustomize.py, status %d): "
+                      "was the extension rebuilt during the run?" % EXIT_NO_BACKEND)
     return diffs
 
 
@@ -561,12 +566,15 @@ def difference_lines(reports: list[ModuleReport], markdown: bool) -> list[str]:
                 continue
             status = "flaky (not in the rerun)" if d.flaky else "UNEXPLAINED"
             if markdown:
-                out.append("- `%s`: plain %s, backend %s; **%s**. `%s`" % (
-                    d.test, d.plain, d.backend, status, first_line(d.message).replace("`", "'")))
+                out.append("- `%s`: plain %s, backend %s; **%s**. `%s`%s" % (
+                    d.test, d.plain, d.backend, status, first_line(d.message).replace("`", "'"),
+                    " (%s)" % d.note if d.note else ""))
             else:
                 out.append("  %s: plain %s -> backend %s [%s]" % (d.test, d.plain, d.backend, status))
                 if d.message:
                     out.append("      " + first_line(d.message))
+                if d.note:
+                    out.append("      note: " + d.note)
     for effect, diffs in explained.items():
         shown = diffs if len(diffs) <= 6 else diffs[:4]
         more = "" if len(diffs) <= 6 else ", and %d more" % (len(diffs) - len(shown))
