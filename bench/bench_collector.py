@@ -23,9 +23,10 @@
    time, each attached with a product referencing its function, dropped,
    gc.collect(); automatic collection only. Reported: the share of the run's
    time spent in automatic passes (target at most 5%) and the most dead caches
-   left attached after a wave (the bound: max(2,000, 10% of live)). With the
-   longest automatic pause at 100k and 1M live holders (from section 2 and
-   one 1M-holder attach run).
+   left attached after a wave (the bound: max(2,000, 10% of live)).
+5. Pauses: while attaching 100k and 1M live holders, the longest automatic
+   pass beside the longest collection CPython itself ran meanwhile (timed by
+   callbacks placed around coextra's in gc.callbacks).
 
     python bench/bench_collector.py [--quick] [--rounds 5] [--json FILE]
 """
@@ -172,14 +173,52 @@ def waves_workload(waves: int, per_wave: int, live: int = 10) -> dict:
     return {"waves": waves, "per_wave": per_wave, "live": live, "seconds": elapsed,
             "auto_seconds": auto, "auto_share": auto / elapsed, "worst_dead_attached": worst,
             "auto_passes": after["auto_collections"] - before["auto_collections"],
-            "auto_full_passes": after["auto_full_collections"] - before["auto_full_collections"]}
+            "auto_generation_passes": after["auto_generation_passes"] - before["auto_generation_passes"]}
 
 
-def max_pause_after_attaching(n: int) -> float:
-    """The longest automatic pause so far, after attaching n live holders."""
+class Pauses:
+    """Times, around every GC pass while active, coextra's automatic pass (its
+    callback, between one of ours before it and one after it in gc.callbacks)
+    and CPython's own collection (from then to the "stop" phase)."""
+
+    def __init__(self) -> None:
+        self.coextra_max = 0.0  # the longest automatic pass
+        self.gc_max = 0.0       # the longest collection of any generation
+        self.gc2_max = 0.0      # the longest generation-2 collection
+        self._t0 = self._t1 = 0.0
+
+    def _before(self, phase, info):
+        if phase == "start":
+            self._t0 = time.perf_counter()
+
+    def _after(self, phase, info):
+        now = time.perf_counter()
+        if phase == "start":
+            self._t1 = now
+            self.coextra_max = max(self.coextra_max, now - self._t0)
+        else:
+            self.gc_max = max(self.gc_max, now - self._t1)
+            if info.get("generation") == 2:
+                self.gc2_max = max(self.gc2_max, now - self._t1)
+
+    def __enter__(self):
+        ours = gc.callbacks.index(next(c for c in gc.callbacks if "coextra" in repr(c)))
+        gc.callbacks.insert(ours + 1, self._after)
+        gc.callbacks.insert(ours, self._before)
+        return self
+
+    def __exit__(self, *exc):
+        gc.callbacks.remove(self._before)
+        gc.callbacks.remove(self._after)
+
+
+def pauses_while_attaching(n: int) -> dict:
+    """The longest automatic pause while attaching n live holders, beside the
+    longest collection CPython ran meanwhile."""
     coextra.set_auto_collect(True)
-    attach_workload(n)
-    return coextra.stats()["auto_max_pause"]
+    with Pauses() as p:
+        attach_workload(n)
+    return {"holders": n, "coextra_s": p.coextra_max, "gc_s": p.gc_max, "gc2_s": p.gc2_max}
 
 
 def shared_structure(holders_list, shared_size: int) -> list[dict]:
@@ -221,8 +260,7 @@ def main() -> int:
     vs_gc = collector_vs_gc(sizes, rounds)
     auto = [auto_on_vs_off(workload, rounds),
             auto_on_vs_off(workload, rounds, compiled=True)]
-    pause_small = coextra.stats()["auto_max_pause"]
-    pause_big = max_pause_after_attaching(100_000 if args.quick else 1_000_000)
+    pauses = [pauses_while_attaching(n) for n in ([20_000, 100_000] if args.quick else [100_000, 1_000_000])]
     shared = shared_structure(shared_holders, shared_size)
     waves = waves_workload(8 if args.quick else 40, 1_500)
 
@@ -254,15 +292,19 @@ def main() -> int:
               f"| {a['on_s'] * 1e3:.1f} ms | {a['ratio']:.3f}x | {a['median_round_ratio']:.3f}x "
               f"| {a['auto_passes_per_round']:.0f} "
               f"| {a['auto_seconds_per_round'] * 1e3:.1f} ms ({a['auto_share']:.1%}) |")
-    print(f"\nlongest automatic pause: {pause_small * 1e3:.1f} ms after the {workload:,}-holder "
-          f"workloads, {pause_big * 1e3:.1f} ms after attaching "
-          f"{100_000 if args.quick else 1_000_000:,} live holders\n")
-    print("| waves workload | run | in automatic passes | share (target <= 5%) | passes (full) "
+    print("\n| attaching live holders | longest automatic pause (target <= 10 ms at 1M) "
+          "| longest CPython collection meanwhile | of which generation 2 | ratio |")
+    print("|---:|---:|---:|---:|---:|")
+    for p in pauses:
+        print(f"| {p['holders']:,} | {p['coextra_s'] * 1e3:.1f} ms | {p['gc_s'] * 1e3:.1f} ms "
+              f"| {p['gc2_s'] * 1e3:.1f} ms | {p['coextra_s'] / p['gc_s']:.2f} |")
+    print()
+    print("| waves workload | run | in automatic passes | share (target <= 5%) | passes (generation passes) "
           "| most dead caches attached after a wave (bound 2,000) |")
     print("|---|---:|---:|---:|---:|---:|")
     print(f"| {waves['live']} live, {waves['waves']} waves of {waves['per_wave']:,} | "
           f"{waves['seconds']:.2f} s | {waves['auto_seconds'] * 1e3:.0f} ms | **{waves['auto_share']:.1%}** "
-          f"| {waves['auto_passes']} ({waves['auto_full_passes']}) | {waves['worst_dead_attached']:,} |")
+          f"| {waves['auto_passes']} ({waves['auto_generation_passes']}) | {waves['worst_dead_attached']:,} |")
     print()
     print("| holders sharing one structure | shared objects | nodes explored | nodes if explored per holder | pass |")
     print("|---:|---:|---:|---:|---:|")
@@ -297,7 +339,7 @@ def main() -> int:
                        "how": f"best of {rounds} interleaved rounds", "groups": groups,
                        "rounds": rounds, "collector_vs_gc": vs_gc,
                        "growth": growth, "auto": auto, "shared": shared, "waves": waves,
-                       "max_pause_s": {"after_workloads": pause_small, "after_big_attach": pause_big}},
+                       "pauses": pauses},
                       fh, indent=2)
     return 0
 

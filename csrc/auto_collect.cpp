@@ -4,6 +4,7 @@
 #include "collector.h"
 #include "registry.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 
@@ -13,61 +14,81 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Bookkeeping for the generation-2 rules, updated after every automatic full pass.
-struct FullPassMarks {
-    uint64_t attached_total = 0;  // registry->attached_total after it
-    size_t holders = 0;           // holders attached after it
-    Clock::time_point ended{};    // when it ended
-    double seconds_per_holder = 0.0;  // its duration over the holders it started with
+AutoCollectStats stats;
+
+Py_ssize_t run_generation_pass() {
+    Py_ssize_t detached = collector_collect_generations();
+    stats.generation_passes++;
+    stats.last_generation_detached = detached > 0 ? static_cast<uint64_t>(detached) : 0;
+    return detached;
+}
+
+// Rule 2: the sweep of every holder, one slice at a time.
+struct Sweep {
+    bool active = false;
+    size_t cursor = 0;                 // the slot after the next slice's last
+    uint64_t detached = 0;             // by this sweep's slices so far
+    Clock::time_point next_slice{};    // no slice before this
+    Clock::time_point ended{};         // when the previous sweep ended
+    double seconds_per_holder = 0.0;   // of the latest slice; 0 before any
 };
 
-FullPassMarks last_full;
+Sweep sweep;
 
-// Young passes run on every interval-th GC pass (see auto_collect.h).
+double seconds_since(Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+bool sweep_slice_due(const Registry *r) {
+    if (sweep.active) {
+        return Clock::now() >= sweep.next_slice;
+    }
+    double predicted = sweep.seconds_per_holder * static_cast<double>(r->holders.size());
+    return seconds_since(sweep.ended) >= kSweepPace * predicted;
+}
+
+// A sweep goes from the last slot down. A detach fills its hole from the
+// end of a generation (registry.h), that is from a higher slot: one this
+// sweep has examined already, so none is skipped.
+Py_ssize_t run_sweep_slice(const Registry *r) {
+    if (!sweep.active) {
+        sweep = Sweep{true, r->holders.size(), 0, {}, {}, sweep.seconds_per_holder};
+    }
+    size_t seeds = static_cast<size_t>(kSliceMinSeeds);
+    if (sweep.seconds_per_holder > 0.0) {
+        seeds = std::max(seeds, static_cast<size_t>(kSliceSeconds / sweep.seconds_per_holder));
+    }
+    size_t end = std::min(sweep.cursor, r->holders.size());
+    size_t first = end > seeds ? end - seeds : 0;
+    seeds = end - first;
+    Py_ssize_t budget = kYoungNodesPerHolder * static_cast<Py_ssize_t>(seeds) + kYoungBaseNodes;
+    Py_ssize_t detached = collector_collect_slice(first, end, budget);
+    double seconds = collector_stats().last_seconds;
+    stats.sweep_slices++;
+    if (seeds != 0) {
+        sweep.seconds_per_holder = seconds / static_cast<double>(seeds);
+    }
+    sweep.detached += detached > 0 ? static_cast<uint64_t>(detached) : 0;
+    sweep.cursor = first;
+    if (first == 0) {
+        sweep.active = false;
+        sweep.ended = Clock::now();
+        stats.sweeps++;
+        stats.last_sweep_detached = sweep.detached;
+    } else {
+        sweep.next_slice = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                              std::chrono::duration<double>(kSliceSpacing * seconds));
+    }
+    return detached;
+}
+
+// Rule 3: young passes on every interval-th GC pass.
 struct YoungPace {
     int interval = 1;
     int waited = 0;
 };
 
 YoungPace young_pace;
-
-// Rule (a) of auto_collect.h: enough attachments since the last full pass
-// that its dead ones could exceed the bound.
-bool attachment_rule(const Registry *r) {
-    uint64_t attached_since = r->attached_total - last_full.attached_total;
-    uint64_t threshold = last_full.holders / kLiveDivisor;
-    if (threshold < static_cast<uint64_t>(kFullPassMinAttached)) {
-        threshold = kFullPassMinAttached;
-    }
-    return attached_since >= threshold;
-}
-
-// Rule (b): enough time since the last full pass for another to cost at
-// most 1/kFullPassPause of it.
-bool time_rule(const Registry *r) {
-    double predicted = last_full.seconds_per_holder * static_cast<double>(r->holders.size());
-    std::chrono::duration<double> since = Clock::now() - last_full.ended;
-    return since.count() >= kFullPassPause * predicted;
-}
-
-// A full pass, and the marks of both rules. -1 with the pass's exception set.
-Py_ssize_t run_full_pass(const Registry *r) {
-    size_t examined = r->holders.size();
-    Py_ssize_t detached = collector_collect_auto_full();
-    if (detached >= 0) {  // else keep the pass's exception for on_gc to report
-        if (Registry *now = registry_get()) {
-            last_full.attached_total = now->attached_total;
-            last_full.holders = now->holders.size();
-        } else {
-            PyErr_Clear();  // torn down by code run while detaching
-        }
-    }
-    last_full.ended = Clock::now();
-    const CollectorStats &stats = collector_stats();
-    last_full.seconds_per_holder =
-        examined != 0 ? stats.last_seconds / static_cast<double>(examined) : 0.0;
-    return detached;
-}
 
 Py_ssize_t run_young_pass_if_due() {
     if (++young_pace.waited < young_pace.interval) {
@@ -116,9 +137,9 @@ PyObject *on_gc(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
         r->holders.empty()) {
         Py_RETURN_NONE;
     }
-    Py_ssize_t detached = (generation_of(args[1]) >= 2 && (attachment_rule(r) || time_rule(r)))
-                              ? run_full_pass(r)
-                              : run_young_pass_if_due();
+    Py_ssize_t detached = generation_of(args[1]) >= 2 && r->old_end < r->holders.size() ? run_generation_pass()
+                          : sweep_slice_due(r)                                 ? run_sweep_slice(r)
+                                                                               : run_young_pass_if_due();
     if (detached < 0) {
         // A callback must not fail the GC pass that called it.
         PyErr_WriteUnraisable(nullptr);
@@ -151,6 +172,8 @@ PyObject *gc_callbacks() {
 }
 
 }  // namespace
+
+const AutoCollectStats &auto_collect_stats() { return stats; }
 
 int auto_collect_get() {
     if (the_callback == nullptr) {

@@ -1,34 +1,46 @@
 // auto_collect.h -- automatic collection, driven by gc.callbacks.
 //
-// Policy. At the "start" of every CPython GC pass:
+// Policy. At the "start" of every CPython GC pass, at most one of these runs:
 //
-//   - generation 0 or 1: a young pass, seeded with the holders attached since
-//     the previous pass, with a small node budget (kYoungNodesPerHolder per
-//     seed plus kYoungBaseNodes): caches that die young are dropped at the
-//     rhythm of the GC itself, and the cost follows the attachment rate, not
-//     the number of live holders. Young passes back off while they find
-//     nothing (a program whose caches stay live): after each empty one the
-//     next waits for twice as many GC passes, up to kYoungMaxInterval, and is
-//     seeded with the newest kYoungMaxSeeds holders only (the others are left
-//     to full passes). One that detaches something resets the pace.
+//   1. Generation pass. On a generation-2 collection, when the middle and
+//      young generations (registry.h) are not empty: a pass over those two
+//      generations. Survivors move up one generation.
 //
-//   - generation 2: a full pass over every holder when either
-//       (a) holders numbering at least max(kFullPassMinAttached, 1/kLiveDivisor
-//           of the holders attached after the last full pass) have been
-//           attached since it. This is the bound: a cache attached since the
-//           last full pass is either still live or found by the next one, so
-//           after any generation-2 collection the dead caches among those
-//           attached since number fewer than that threshold; or
-//       (b) at least kFullPassPause times the predicted duration of a full
-//           pass has gone by since the last one ended. This finds caches that
-//           were live at the last full pass and died since, at a cost of at
-//           most about 1/kFullPassPause of the program's time. The prediction
-//           is the last full pass's time per holder it examined (measured over
-//           the holders it started with, not the survivors) times the holders
-//           attached now.
-//     Otherwise a young pass. Rule (a) costs what CPython's own rule for its
-//     oldest generation costs: a full pass per fixed fraction of growth, so
-//     every holder is examined a bounded number of times as the heap grows.
+//      This is the bound. A holder becomes old only by being found live by two
+//      generation passes (or by coextra.collect()), so after any generation-2
+//      collection no dead cache is left outside the old generation (within
+//      the node budget). A cache dies old only if it lived through two
+//      generation-2 collections: a program that drops generated code in waves
+//      and collects between them never lets one.
+//
+//      The cost follows growth, not size: every holder is examined by at most
+//      two generation passes, as CPython's own young generations do. (A full
+//      pass per fixed fraction of growth would examine each holder about
+//      1/fraction times.) Its pause is the time to examine what was attached
+//      between the last two generation-2 collections, which CPython spaces by
+//      the growth of the whole heap, so it stays a fraction of the pause of
+//      the collection it runs in. It cannot be sliced over later GC passes
+//      without losing the bound.
+//
+//   2. Sweep slice. Every holder is swept in slices of consecutive holders,
+//      each sized from the previous slice's time per holder to take about
+//      kSliceSeconds, each followed by at least kSliceSpacing times its
+//      duration without a slice. A sweep starts when kSweepPace times its
+//      predicted duration (time per holder times the holders attached) has
+//      gone by since the previous one ended. This finds the caches that died
+//      old and those too few for a generation pass, at a cost of about
+//      1/kSweepPace of the program's time and with no pause longer than a
+//      slice.
+//
+//   3. Young pass. On other collections: a pass seeded with the holders
+//      attached since the previous pass, with a small node budget
+//      (kYoungNodesPerHolder per seed plus kYoungBaseNodes), so that caches
+//      that die young are dropped at the rhythm of the GC itself. Young
+//      passes back off while they find nothing (a program whose caches stay
+//      live): after each empty one the next waits for twice as many GC
+//      passes, up to kYoungMaxInterval, and is seeded with the newest
+//      kYoungMaxSeeds holders only (the rest wait for the generation pass).
+//      One that detaches something resets the pace.
 //
 // Never during interpreter teardown (registry closed or finalizing), never
 // nested inside a running pass. Figures: docs/collector.md (make bench).
@@ -36,15 +48,28 @@
 
 #include "compat.h"
 
+#include <cstdint>
+
 namespace coextra::detail {
 
+constexpr double kSliceSeconds = 0.004;
+constexpr double kSliceSpacing = 4.0;
+constexpr double kSweepPace = 40.0;
+constexpr Py_ssize_t kSliceMinSeeds = 256;
 constexpr Py_ssize_t kYoungNodesPerHolder = 64;
 constexpr Py_ssize_t kYoungBaseNodes = 4096;
 constexpr int kYoungMaxInterval = 64;
 constexpr Py_ssize_t kYoungMaxSeeds = 1024;
-constexpr Py_ssize_t kFullPassMinAttached = 1000;
-constexpr Py_ssize_t kLiveDivisor = 10;
-constexpr double kFullPassPause = 40.0;
+
+struct AutoCollectStats {
+    uint64_t generation_passes = 0;         // rule 1 passes run
+    uint64_t last_generation_detached = 0;  // holders the latest one detached
+    uint64_t sweeps = 0;                    // sweeps completed
+    uint64_t sweep_slices = 0;              // slices run, of completed sweeps or not
+    uint64_t last_sweep_detached = 0;       // holders the latest completed sweep detached
+};
+
+const AutoCollectStats &auto_collect_stats();
 
 // Adds (enabled) or removes (disabled) coextra's callback in gc.callbacks.
 // 0, or -1 with an exception.

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <new>
 #include <pthread.h>
@@ -16,6 +17,14 @@ namespace coextra::detail {
 
 namespace {
 
+// What a pass is for: it decides which holders seed it and how the
+// generations age after it (registry.h).
+enum class PassKind {
+    kAll,          // coextra.collect(): every holder; all survivors become old
+    kGenerations,  // the middle and young generations; each survivor moves up one
+    kSlice,        // a range of holders (a young pass, a slice of a sweep); no ageing
+};
+
 struct CollectorState {
     bool running = false;
     pthread_t running_thread{};  // valid while running
@@ -23,10 +32,11 @@ struct CollectorState {
     // registry->attached_total when the previous pass ended. Holders are
     // appended at the back, so the holders attached since then are about the
     // last (attached_total - attached_mark) of the vector -- about: a detach
-    // moves the last holder into the freed slot, so a young holder can move
-    // out of that tail (it then waits for a full pass) and an old one into it
-    // (it is explored once more). Both only change the cost, never soundness:
-    // any set of seeds gives a sound answer.
+    // can move the newest holder to the front of the young generation (it
+    // then waits for the generation pass) and, once the young generation is
+    // shorter than that, older ones are in the tail (explored once more).
+    // Both only change the cost, never soundness: any set of seeds gives a
+    // sound answer.
     uint64_t attached_mark = 0;
     CollectorStats stats;
 };
@@ -299,14 +309,14 @@ void process_pending(Pass &pass) {
     pass.merged.clear();
 }
 
-// Adds the codes of up to kSeedChunk holders from holders[*next_seed] on, and
-// advances *next_seed (to the end once the budget is spent). False when out
-// of memory.
-bool add_seeds(Pass &pass, const std::vector<Holder *> &holders, size_t *next_seed) {
+// Adds the codes of up to kSeedChunk holders from holders[*next_seed] on
+// (before `end`), and advances *next_seed (to `end` once the budget is
+// spent). False when out of memory.
+bool add_seeds(Pass &pass, const std::vector<Holder *> &holders, size_t *next_seed, size_t end) {
     HeapGraph &g = pass.graph;
-    size_t end = std::min(*next_seed + kSeedChunk, holders.size());
+    size_t chunk_end = std::min(*next_seed + kSeedChunk, end);
     pass.seeds.start_chunk();
-    for (size_t i = *next_seed; i < end; i++) {
+    for (size_t i = *next_seed; i < chunk_end; i++) {
         Holder *h = holders[i];  // attached: h->code is valid
         // Not is_node_candidate(h->code): it would stall on the code object,
         // which explore() reads later with a prefetch, and there leaves an
@@ -317,12 +327,12 @@ bool add_seeds(Pass &pass, const std::vector<Holder *> &holders, size_t *next_se
             if (g.out_of_memory) {
                 return false;
             }
-            *next_seed = holders.size();  // budget spent: the rest stay unexplored
+            *next_seed = end;  // budget spent: the rest stay unexplored
             return true;
         }
         pass.seeds.add(h->code, h, node);
     }
-    *next_seed = end;
+    *next_seed = chunk_end;
     return true;
 }
 
@@ -360,12 +370,12 @@ bool ready_holder_node(GraphNode &node) {
     return true;
 }
 
-// Explores from the codes of holders[first, size()): nodes are traversed in
+// Explores from the codes of holders[first, end): nodes are traversed in
 // order, their references queued, and the queue processed in batches (which
 // adds the nodes traversed next); a new chunk of seeds once all is explored.
 constexpr size_t kBatch = 512;
 
-bool explore(Pass &pass, const std::vector<Holder *> &holders, size_t first) {
+bool explore(Pass &pass, const std::vector<Holder *> &holders, size_t first, size_t end) {
     HeapGraph &g = pass.graph;
     size_t next = 0;
     size_t next_seed = first;
@@ -393,10 +403,10 @@ bool explore(Pass &pass, const std::vector<Holder *> &holders, size_t first) {
         if (!pass.pending.empty()) {
             process_pending(pass);
         } else if (next >= g.nodes.size()) {
-            if (next_seed >= holders.size()) {
+            if (next_seed >= end) {
                 break;
             }
-            if (!add_seeds(pass, holders, &next_seed)) {
+            if (!add_seeds(pass, holders, &next_seed, end)) {
                 return false;
             }
         }
@@ -481,8 +491,9 @@ Py_ssize_t detach_garbage(Pass &pass, const std::vector<Holder *> &holders) {
     return detached;
 }
 
-// One pass seeded with the codes of registry->holders[first, end).
-Py_ssize_t run_pass(size_t first, size_t node_budget, bool automatic) {
+// One pass seeded with the codes of registry->holders[first, end), then the
+// generations aged as `kind` says. -1 with an exception.
+Py_ssize_t run_pass(PassKind kind, size_t first, size_t end, size_t node_budget) {
     if (state.running) {
         return 0;
     }
@@ -493,18 +504,21 @@ Py_ssize_t run_pass(size_t first, size_t node_budget, bool automatic) {
     auto started = std::chrono::steady_clock::now();
     state.running = true;
     state.running_thread = pthread_self();
+    end = std::min(end, r->holders.size());
+    first = std::min(first, end);
+    bool large = kind == PassKind::kAll || kind == PassKind::kGenerations;
 
     Pass &pass = retained;
     pass.reset(node_budget);
     // About one node in the address index per seed holder: its function
     // (holder, entry and a private product are merged into the code's node,
     // which the holder index holds).
-    size_t seeds = r->holders.size() - (first < r->holders.size() ? first : r->holders.size());
-    module_dicts.refresh(/*force=*/first == 0);
-    bool ok = pass.graph.expect(seeds < node_budget ? seeds : node_budget, first, r->holders.size());
+    size_t seeds = end - first;
+    module_dicts.refresh(/*force=*/large);
+    bool ok = pass.graph.expect(seeds < node_budget ? seeds : node_budget, first, end);
     // Analysis: from here to detach_garbage nothing runs Python code, nothing
     // allocates a Python object, and no reference count changes.
-    ok = ok && explore(pass, r->holders, first) && propagate_liveness(pass.graph, pass.stack);
+    ok = ok && explore(pass, r->holders, first, end) && propagate_liveness(pass.graph, pass.stack);
     Py_ssize_t detached = -1;
     if (ok) {
         detached = detach_garbage(pass, r->holders);
@@ -512,41 +526,41 @@ Py_ssize_t run_pass(size_t first, size_t node_budget, bool automatic) {
         PyErr_NoMemory();
     }
 
+    bool automatic = kind != PassKind::kAll;
     state.stats.collections++;
-    if (automatic) {
-        state.stats.auto_collections++;
-    }
     if (pass.graph.budget_exhausted) {
         state.stats.budget_exhausted++;
     }
-    if (detached > 0) {
-        state.stats.detached_by_collector += static_cast<uint64_t>(detached);
-    }
+    uint64_t found = detached > 0 ? static_cast<uint64_t>(detached) : 0;
+    state.stats.detached_by_collector += found;
     state.stats.last_nodes = pass.graph.explored();
-    // A full pass's arrays are sized for every holder; keeping them between
-    // the rare full passes would about double what a holder costs
-    // (bench/bench_memory.py). Young passes keep theirs.
-    if (first == 0) {
+    // The arrays of a pass over many holders are sized for all of them;
+    // keeping them between such rare passes would about double what a holder
+    // costs (bench/bench_memory.py). Young passes and sweep slices are small
+    // and frequent: they keep theirs.
+    if (large) {
         pass.release_memory();
     }
     std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - started;
     state.stats.last_seconds = elapsed.count();
     if (automatic) {
+        state.stats.auto_collections++;
         state.stats.auto_seconds += elapsed.count();
-        state.stats.auto_full_collections += first == 0;
-        state.stats.auto_detached += detached > 0 ? static_cast<uint64_t>(detached) : 0;
-        if (first == 0) {
-            state.stats.auto_last_full_detached = detached > 0 ? static_cast<uint64_t>(detached) : 0;
-        }
-        if (elapsed.count() > state.stats.auto_max_pause) {
-            state.stats.auto_max_pause = elapsed.count();
-        }
+        state.stats.auto_detached += found;
+        state.stats.auto_max_pause = std::max(state.stats.auto_max_pause, elapsed.count());
     }
     Registry *still = registry_get();
     if (still == nullptr) {
         PyErr_Clear();  // torn down by code run while detaching: nothing to remember
     } else {
         state.attached_mark = still->attached_total;
+        // Holders attached by code run while detaching are aged with the
+        // survivors: they are examined one generation later than they would be.
+        if (ok && kind == PassKind::kAll) {
+            registry_all_old(still);
+        } else if (ok && kind == PassKind::kGenerations) {
+            registry_age_generations(still);
+        }
     }
     state.running = false;
     return detached;
@@ -557,11 +571,20 @@ Py_ssize_t run_pass(size_t first, size_t node_budget, bool automatic) {
 const CollectorStats &collector_stats() { return state.stats; }
 
 Py_ssize_t collector_collect_all() {
-    return run_pass(0, static_cast<size_t>(state.budget), /*automatic=*/false);
+    return run_pass(PassKind::kAll, 0, SIZE_MAX, static_cast<size_t>(state.budget));
 }
 
-Py_ssize_t collector_collect_auto_full() {
-    return run_pass(0, static_cast<size_t>(state.budget), /*automatic=*/true);
+Py_ssize_t collector_collect_generations() {
+    Registry *r = registry_get();
+    if (r == nullptr) {
+        return -1;
+    }
+    return run_pass(PassKind::kGenerations, r->old_end, SIZE_MAX, static_cast<size_t>(state.budget));
+}
+
+Py_ssize_t collector_collect_slice(size_t first, size_t end, Py_ssize_t node_budget) {
+    Py_ssize_t budget = std::max<Py_ssize_t>(1, std::min(node_budget, state.budget));
+    return run_pass(PassKind::kSlice, first, end, static_cast<size_t>(budget));
 }
 
 Py_ssize_t collector_young_count() {
@@ -583,8 +606,7 @@ Py_ssize_t collector_collect_young(Py_ssize_t max_seeds, Py_ssize_t node_budget)
     Py_ssize_t young = collector_young_count();
     size_t seeds = static_cast<size_t>(young < max_seeds ? young : max_seeds);
     size_t first = r->holders.size() - seeds;  // the newest: the likeliest to die young
-    Py_ssize_t budget = node_budget < state.budget ? node_budget : state.budget;
-    return run_pass(first, static_cast<size_t>(budget < 1 ? 1 : budget), /*automatic=*/true);
+    return collector_collect_slice(first, r->holders.size(), node_budget);
 }
 
 Py_ssize_t collector_budget() { return state.budget; }

@@ -29,24 +29,29 @@ struct CollectorStats {
                                          // single-reference objects merged into them)
     double last_seconds = 0.0;           // duration of the last pass (analysis and detach)
     double auto_seconds = 0.0;           // time spent in automatic passes, cumulative
-    uint64_t auto_full_collections = 0;  // automatic passes over every holder
     uint64_t auto_detached = 0;          // holders detached by automatic passes, cumulative
-    uint64_t auto_last_full_detached = 0;  // ... by the latest automatic full pass
     double auto_max_pause = 0.0;         // the longest automatic pass, in seconds
 };
 
 const CollectorStats &collector_stats();
 
-// Runs the collector over every attached holder. Returns the number of
+// Runs the collector over every attached holder; the survivors become the
+// old generation (registry.h). Returns the number of
 // holders detached, or -1 with an exception (MemoryError; RuntimeError once
 // the registry is gone). Returns 0 when a collection is already running.
 Py_ssize_t collector_collect_all();
 
-// Automatic collection (auto_collect.cpp): a full pass, or one seeded with the
-// newest of the holders attached since the previous pass (at most max_seeds
-// of them; the others are left to full passes) that adds at most
-// `node_budget` nodes. Never more than the global budget.
-Py_ssize_t collector_collect_auto_full();
+// The passes of automatic collection (auto_collect.h), each returning what
+// collector_collect_all returns:
+//   - over the middle and young generations (registry.h), which then age;
+//   - over registry->holders[first, end) (clamped), adding at most
+//     `node_budget` nodes; the generations stay as they are;
+//   - over the newest of the holders attached since the previous pass (at
+//     most max_seeds of them; the others wait for the generation pass), at
+//     most `node_budget` nodes.
+// Never more nodes than the global budget.
+Py_ssize_t collector_collect_generations();
+Py_ssize_t collector_collect_slice(size_t first, size_t end, Py_ssize_t node_budget);
 Py_ssize_t collector_collect_young(Py_ssize_t max_seeds, Py_ssize_t node_budget);
 
 // Holders attached since the previous pass (the seeds of collector_collect_young).

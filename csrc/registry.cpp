@@ -32,6 +32,38 @@ Registry *registry_get() {
     return the_registry;
 }
 
+static void place(Registry *r, Holder *h, size_t slot) {
+    r->holders[slot] = h;
+    h->registry_slot = static_cast<uint32_t>(slot);
+}
+
+// Removes holders[slot], keeping the generations contiguous (registry.h): the
+// hole moves to the end of its run, then to the end of each later run, and
+// the last slot goes. A hole already at the end of a run (that run's last
+// holder was removed, or the run is empty) moves without copying: the slot
+// holds a stale pointer then.
+static void remove_slot(Registry *r, size_t slot) {
+    size_t size = r->holders.size();
+    size_t *ends[] = {&r->old_end, &r->middle_end, &size};
+    for (size_t *end : ends) {
+        if (slot < *end) {
+            size_t last = --*end;
+            if (last != slot) {
+                place(r, r->holders[last], slot);
+            }
+            slot = last;
+        }
+    }
+    r->holders.pop_back();
+}
+
+void registry_age_generations(Registry *r) {
+    r->old_end = r->middle_end;
+    r->middle_end = r->holders.size();
+}
+
+void registry_all_old(Registry *r) { r->old_end = r->middle_end = r->holders.size(); }
+
 // The one detach operation (see registry.h for the order and why).
 static void detach(Registry *r, Holder *h, bool clear_slot) {
     PyObject *code = h->code;
@@ -42,10 +74,7 @@ static void detach(Registry *r, Holder *h, bool clear_slot) {
         // valid index cannot fail.
         compat::code_set_extra(code, r->extra_index, nullptr);
     }
-    Holder *last = r->holders.back();
-    r->holders[h->registry_slot] = last;
-    last->registry_slot = h->registry_slot;
-    r->holders.pop_back();
+    remove_slot(r, h->registry_slot);
     r->detached_total++;
     Py_DECREF(h);
 }
@@ -283,6 +312,7 @@ PyObject *registry_init() {
     }
     r->extra_index = extra_index;
     new (&r->holders) std::vector<Holder *>();
+    r->old_end = r->middle_end = 0;
     r->closed = false;
     r->attached_total = 0;
     r->detached_total = 0;

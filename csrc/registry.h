@@ -23,10 +23,24 @@
 
 namespace coextra::detail {
 
+// Generations. `holders` is kept in three runs by how often automatic
+// collection has examined a holder and found it live (auto_collect.h):
+//
+//     [0, old_end)            old: found live twice, or by a full pass
+//     [old_end, middle_end)   middle: found live once
+//     [middle_end, size())    young: attached since the last generation pass
+//
+// An attachment appends to the young run; a detach fills the hole with the
+// last holder of the same run and that run's last slot with the next run's
+// last holder, so the runs stay contiguous whatever is detached. Generations
+// only decide what automatic collection examines when; any set of seeds gives
+// a sound pass.
 struct Registry {
     PyObject_HEAD
     Py_ssize_t extra_index;        // this interpreter's co_extra index for coextra
     std::vector<Holder *> holders; // owned references; holders[h->registry_slot] == h
+    size_t old_end;                // see "Generations"
+    size_t middle_end;
     bool closed;                   // teardown ran: no new attachments
     uint64_t attached_total;       // holders ever attached
     uint64_t detached_total;       // holders ever detached, for any reason
@@ -52,6 +66,13 @@ Holder *registry_ensure(PyObject *code);
 
 // Detaches h. Returns 1 if it was attached, 0 if it was already detached.
 int registry_detach(Holder *h);
+
+// After a pass over the middle and young generations: the survivors of each
+// move one generation up (middle to old, young to middle).
+void registry_age_generations(Registry *r);
+
+// After a pass over every holder: all survivors are old.
+void registry_all_old(Registry *r);
 
 // Detaches every holder attached when the call starts; returns how many.
 // Returns -1 with an exception when memory for the snapshot is exhausted.

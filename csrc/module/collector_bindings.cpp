@@ -3,6 +3,9 @@
 // keys in stats().
 #include <pybind11/pybind11.h>
 
+#include <cstdint>
+#include <utility>
+
 #include "../auto_collect.h"
 #include "../collector.h"
 #include "../explain.h"
@@ -70,17 +73,24 @@ py::list explain(py::handle obj) {
 
 void add_collector_stats(py::dict &out) {
     const CollectorStats &s = collector_stats();
-    out["collections"] = s.collections;
-    out["auto_collections"] = s.auto_collections;
-    out["detached_by_collector"] = s.detached_by_collector;
-    out["last_nodes"] = s.last_nodes;
-    out["last_seconds"] = s.last_seconds;
-    out["budget_exhausted"] = s.budget_exhausted;
-    out["auto_seconds"] = s.auto_seconds;
-    out["auto_full_collections"] = s.auto_full_collections;
-    out["auto_detached"] = s.auto_detached;
-    out["auto_last_full_detached"] = s.auto_last_full_detached;
-    out["auto_max_pause"] = s.auto_max_pause;
+    const AutoCollectStats &a = auto_collect_stats();
+    const std::pair<const char *, uint64_t> counts[] = {
+        {"collections", s.collections}, {"auto_collections", s.auto_collections},
+        {"detached_by_collector", s.detached_by_collector}, {"last_nodes", s.last_nodes},
+        {"budget_exhausted", s.budget_exhausted}, {"auto_detached", s.auto_detached},
+        {"auto_generation_passes", a.generation_passes},
+        {"auto_last_generation_detached", a.last_generation_detached},
+        {"auto_sweeps", a.sweeps}, {"auto_sweep_slices", a.sweep_slices},
+        {"auto_last_sweep_detached", a.last_sweep_detached}};
+    const std::pair<const char *, double> seconds[] = {
+        {"last_seconds", s.last_seconds}, {"auto_seconds", s.auto_seconds},
+        {"auto_max_pause", s.auto_max_pause}};
+    for (const auto &[name, value] : counts) {
+        out[name] = value;
+    }
+    for (const auto &[name, value] : seconds) {
+        out[name] = value;
+    }
 }
 
 void bind_collector(py::module_ &m) {

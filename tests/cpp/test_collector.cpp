@@ -199,7 +199,7 @@ TEST_F(Collector, AutomaticCollectionCanBeSwitchedOffAndOn) {
     py::object f = make_function("f");
     cache(f, f);
     f = py::object();
-    gc_collect();  // generation 2 with new attachments: a full pass from gc.callbacks
+    gc_collect();  // a young pass from gc.callbacks finds it
     EXPECT_EQ(registry_get()->holders.size(), 0u);
     ASSERT_EQ(auto_collect_set(false), 0);
 }

@@ -10,6 +10,8 @@
 
 #include <unistd.h>
 
+#include <map>
+
 #include "holder.h"
 #include "live_counts.h"
 #include "registry.h"
@@ -173,6 +175,70 @@ TEST_F(Core, ResetDetachesEverything) {
     for (auto &f : functions) {
         EXPECT_EQ(registry_holder_of(code_ptr(f)), nullptr);
     }
+}
+
+// The registry's table: every attached holder at its slot, the generations
+// contiguous and in order, whatever is detached from whichever generation.
+void expect_table_consistent() {
+    Registry *r = registry_get();
+    ASSERT_LE(r->old_end, r->middle_end);
+    ASSERT_LE(r->middle_end, r->holders.size());
+    for (size_t i = 0; i < r->holders.size(); i++) {
+        ASSERT_EQ(r->holders[i]->registry_slot, i);
+        ASSERT_TRUE(holder_attached(r->holders[i]));
+    }
+}
+
+// The generation (0 old, 1 middle, 2 young) of every attached holder, by holder.
+std::map<Holder *, int> generations() {
+    Registry *r = registry_get();
+    std::map<Holder *, int> out;
+    for (size_t i = 0; i < r->holders.size(); i++) {
+        out[r->holders[i]] = i < r->old_end ? 0 : i < r->middle_end ? 1 : 2;
+    }
+    return out;
+}
+
+TEST_F(Core, DetachKeepsEveryHolderInItsGeneration) {
+    // Every shape of up to three holders per generation, empty ones included,
+    // and every holder of it detached in turn.
+    py::module_::import("gc").attr("disable")();  // no automatic pass ages them meanwhile
+    for (int old = 0; old <= 3; old++) {
+        for (int middle = 0; middle <= 3; middle++) {
+            for (int young = 0; young <= 3; young++) {
+                for (int victim = 0; victim < old + middle + young; victim++) {
+                    SCOPED_TRACE("shape " + std::to_string(old) + "/" + std::to_string(middle) + "/" +
+                                 std::to_string(young) + ", victim " + std::to_string(victim));
+                    std::vector<py::object> functions;
+                    std::vector<Holder *> holders;
+                    int counts[] = {old, middle, young};
+                    for (int g = 0; g < 3; g++) {
+                        for (int i = 0; i < counts[g]; i++) {
+                            functions.push_back(make_function("g" + std::to_string(functions.size())));
+                            holders.push_back(registry_ensure(code_ptr(functions.back())));
+                            ASSERT_NE(holders.back(), nullptr);
+                        }
+                        if (g < 2) {
+                            registry_age_generations(registry_get());
+                        }
+                    }
+                    // Ageing twice made the first run old and the second middle.
+                    ASSERT_EQ(registry_get()->old_end, static_cast<size_t>(old));
+                    ASSERT_EQ(registry_get()->middle_end, static_cast<size_t>(old + middle));
+                    std::map<Holder *, int> before = generations();
+                    ASSERT_EQ(registry_detach(holders[victim]), 1);
+                    expect_table_consistent();
+                    std::map<Holder *, int> after = generations();
+                    EXPECT_EQ(after.size(), before.size() - 1);
+                    for (auto &[holder, generation] : after) {
+                        ASSERT_EQ(generation, before[holder]);
+                    }
+                    registry_reset();
+                }
+            }
+        }
+    }
+    py::module_::import("gc").attr("enable")();
 }
 
 // --- reentrancy: Python code running while a holder is being changed -----------

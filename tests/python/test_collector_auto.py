@@ -7,6 +7,7 @@ import gc
 import subprocess
 import sys
 import textwrap
+import time
 import weakref
 
 import coextra
@@ -85,7 +86,7 @@ def test_live_caches_survive_automatic_collection():
     functions = [make_function(f"def g{i}(x):\n    return {i}\n", f"g{i}") for i in range(2_000)]
     for f in functions:
         coextra.attach(f, Product(f))
-    churn(2_000)  # drives young and full passes
+    churn(2_000)  # drives young and generation passes, and sweeps
     gc.collect()
     gc.collect()
     assert all(coextra.holder(f) is not None and len(coextra.holder(f)) == 1 for f in functions)
@@ -120,3 +121,63 @@ def test_exit_with_automatic_collection_and_reentrant_products_is_clean():
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
     assert proc.stdout.strip() == "ok True"
+
+
+def attached(refs) -> int:
+    """How many of the code objects still have a holder."""
+    return sum(1 for r in refs if r() is not None and coextra.holder(r()) is not None)
+
+
+def drive_gc_until(done, seconds: float = 30.0) -> bool:
+    """Young collections (as a running program triggers them) until done()."""
+    deadline = time.monotonic() + seconds
+    while not done():
+        if time.monotonic() > deadline:
+            return False
+        gc.collect(0)
+        time.sleep(0.001)
+    return True
+
+
+def old_caches(count: int) -> list:
+    """`count` caches referencing their functions, made old: coextra.collect()
+    found them live, so no generation pass examines them again."""
+    functions = [make_function(f"def o{i}(x):\n    return x - {i}\n", f"o{i}") for i in range(count)]
+    for f in functions:
+        coextra.attach(f, Product(f))
+    assert coextra.collect() == 0
+    return functions
+
+
+def test_caches_that_die_old_are_swept_without_calling_collect():
+    coextra.reset()
+    functions = old_caches(4_000)
+    kept, dropped = functions[::2], [weakref.ref(f.__code__) for f in functions[1::2]]
+    before = coextra.stats()
+    del functions
+    assert alive(dropped) == 2_000, "only their caches keep them now"
+    assert drive_gc_until(lambda: attached(dropped) == 0), f"{attached(dropped)} dead old caches left"
+    gc.collect()
+    assert alive(dropped) == 0
+    after = coextra.stats()
+    assert after["auto_sweeps"] > before["auto_sweeps"]
+    assert after["auto_sweep_slices"] > before["auto_sweep_slices"]
+    assert after["auto_detached"] - before["auto_detached"] >= 2_000
+    assert all(coextra.holder(f) is not None for f in kept), "a sweep dropped a live cache"
+    coextra.reset()
+
+
+def test_without_automatic_collection_caches_that_die_old_stay():
+    """The control: the sweep above is what finds them."""
+    coextra.reset()
+    coextra.set_auto_collect(False)
+    try:
+        functions = old_caches(1_000)
+        dropped = [weakref.ref(f.__code__) for f in functions]
+        del functions
+        assert not drive_gc_until(lambda: attached(dropped) == 0, seconds=1.0)
+        gc.collect()
+        assert attached(dropped) == alive(dropped) == 1_000
+    finally:
+        coextra.set_auto_collect(True)
+        coextra.reset()

@@ -154,7 +154,7 @@ def test_stats_show_the_policy_working():
         gc.collect()
     after = coextra.stats()
     assert after["auto_detached"] - before["auto_detached"] >= 3_000
-    assert after["auto_full_collections"] > before["auto_full_collections"]
-    assert after["auto_last_full_detached"] >= 1
+    assert after["auto_generation_passes"] > before["auto_generation_passes"]
+    assert after["auto_last_generation_detached"] >= 1
     assert 0 < after["auto_max_pause"] <= after["auto_seconds"]
     assert len(coextra.holders()) == len(keep)

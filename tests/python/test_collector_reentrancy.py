@@ -107,7 +107,7 @@ def test_guard_that_runs_the_gc_during_lookup():
     assert h.code is code_ref(), "the holder we hold keeps the cycle live"
     del entry, h
     # It died after surviving a pass (the one the guard ran): automatic
-    # collection leaves such caches to its next full pass; collect() is one.
+    # collection finds it at a later pass; collect() finds it now.
     assert coextra.collect() == 1
     gc.collect()
     assert code_ref() is None
