@@ -1,7 +1,11 @@
 # coextra's two commands (README.md): `make demo` and `make test`.
-# Each installs what is missing (scripts/bootstrap.sh), builds, and runs.
+# Each installs what is missing (scripts/bootstrap.sh: Debian packages, one
+# virtual environment per interpreter, nox in each), then runs sessions of
+# noxfile.py: `nox -l` lists them.
 
-.PHONY: all bootstrap build test demo bench clean
+NOX = $$(ls -d .venv/py3.* | sort -V | tail -1)/bin/nox
+
+.PHONY: all bootstrap build test demo bench leakcheck conformance clean
 
 all: build
 
@@ -9,30 +13,27 @@ bootstrap:
 	@scripts/bootstrap.sh
 
 build: bootstrap
-	@scripts/build.sh
+	@$(NOX) -s build
 
-test: build
-	@scripts/test.sh
+# Every suite on every interpreter, then the leak harness's quick forms.
+test: bootstrap
+	@$(NOX) -t test
 
-demo: build
-	@scripts/demo.sh
+demo: bootstrap
+	@$(NOX) -t demo
 
-bench: build
-	@scripts/bench.sh
+bench: bootstrap
+	@$(NOX) -t bench
 
 # The full leak harness (docs/leak-checks.md): valgrind on 3.11 and 3.12, ASan+UBSan+LSan,
 # refleak hunting on the debug interpreter, planted-leak checks.
-.PHONY: leakcheck
-leakcheck: build
-	@scripts/leakcheck.sh full
+leakcheck: bootstrap
+	@$(NOX) -t leakcheck
 
 # CPython's own regression tests with the coextra.evalframe backend in every process,
 # against a plain run (docs/conformance.md): the large selection on 3.11 and 3.13.
-.PHONY: conformance
-conformance: build
-	@status=0; for v in 3.11 3.13; do \
-	    .venv/py$$v/bin/python tests/conformance/run.py --selection large || status=1; \
-	done; exit $$status
+conformance: bootstrap
+	@$(NOX) -t conformance
 
 clean:
 	rm -rf build python/coextra/*.so

@@ -5,7 +5,7 @@
 // against a dict keyed by code; finding an entry with a native matcher
 // (holder_lookup); adding an entry (holder_add).
 //
-// Grouping convention shared by every benchmark binary that scripts/bench.sh
+// Grouping convention shared by every benchmark binary that the bench session (noxfile.py)
 // runs: a benchmark's group is its name up to the first '/', and the group's
 // first benchmark (in registration order) is the reference the others are
 // reported as ratios of (bench/summarize.py).

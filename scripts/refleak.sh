@@ -29,7 +29,7 @@ scripts/stage_package.sh "$build/python" || exit 1
 
 
 [ "$#" -eq 0 ] && set -- tests/python
-# Not measured here (and the callers in scripts/leakcheck.sh add -k "not naive":
+# Not measured here (and the refleak sessions in noxfile.py add -k "not naive":
 # the naive-store controls leak on purpose; tests/leakcheck asserts that this
 # harness catches such a twin):
 # - modules whose tests only run child processes (nothing to measure here);

@@ -98,7 +98,7 @@ def test_planted_refleak_tests_skip_unless_selected_explicitly():
 
 # --- AddressSanitizer / LeakSanitizer -----------------------------------------------
 
-# scripts/leakcheck.sh full sets COEXTRA_LEAKCHECK_ASAN=1 right after scripts/asan.sh
+# `make leakcheck` (the planted_leaks_asan session) sets COEXTRA_LEAKCHECK_ASAN=1 after the asan session
 # has (re)built build/asan-py3.X, so a stale sanitized build is never what is tested.
 needs_asan_build = pytest.mark.skipif(
     os.environ.get("COEXTRA_LEAKCHECK_ASAN") != "1" or not os.path.isdir(ASAN_PACKAGE),

@@ -1,0 +1,242 @@
+"""coextra's build, test and benchmark driver.
+
+`make test`, `make demo`, `make bench`, `make leakcheck` and `make conformance`
+run sessions of this file; so can you:
+
+    nox -l                              # every session, in the order `make` runs them
+    nox -t test                         # what `make test` runs after bootstrapping
+    nox -s build pytest                 # build, then the Python tests, every interpreter
+    nox -s "pytest(version='3.12')" -- -k evalframe   # one interpreter, pytest arguments
+
+The sessions use the interpreters' own virtual environments, `.venv/py3.X`,
+one per supported CPython on the machine, which scripts/bootstrap.sh makes
+(with the Debian packages): nox drives, it makes no environment of its own.
+A failing session does not stop the others; nox lists each session's result
+at the end and exits non-zero if any failed.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+
+import nox
+
+nox.options.default_venv_backend = "none"
+nox.options.tags = ["test"]  # `nox` alone: what `make test` runs after bootstrapping
+
+ROOT = pathlib.Path(__file__).resolve().parent
+VENVS = ROOT / ".venv"
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+# Every CPython with a venv (scripts/bootstrap.sh), oldest first.
+VERSIONS = sorted(
+    (venv.name[len("py"):] for venv in VENVS.glob("py3.*") if (venv / "bin" / "python").exists()),
+    key=_version_key,
+)
+NEWEST = VERSIONS[-1:]
+# The leak harness's full form and the large conformance selection run on these.
+LEAK_VERSIONS = [v for v in ("3.11", "3.12") if v in VERSIONS] or NEWEST
+CONFORMANCE_VERSIONS = [v for v in ("3.11", "3.13") if v in VERSIONS] or NEWEST
+# The quick leak checks take one interpreter: 3.11 when there is one.
+QUICK_LEAK_VERSION = next((v for v in ("3.11", "3.12", "3.13", "3.10") if v in VERSIONS), None)
+
+
+def python(version: str) -> str:
+    return str(VENVS / f"py{version}" / "bin" / "python")
+
+
+def with_package(**extra: str) -> dict[str, str]:
+    """The environment of a command that imports coextra from the source tree."""
+    return {"PYTHONPATH": str(ROOT / "python"), **extra}
+
+
+@nox.session(tags=["test", "demo", "bench", "leakcheck", "conformance"])
+@nox.parametrize("version", VERSIONS)
+def build(session: nox.Session, version: str) -> None:
+    """The extension (into python/coextra/) and the C++ tests and benchmarks
+    (into build/py3.X/). Arguments after -- go to CMake's configure step."""
+    build_dir = ROOT / "build" / f"py{version}"
+    if not (build_dir / "CMakeCache.txt").exists() or session.posargs:
+        session.run("cmake", "-S", str(ROOT), "-B", str(build_dir),
+                    f"-DPython_EXECUTABLE={python(version)}", *session.posargs,
+                    external=True, silent=True)
+    output = session.run("cmake", "--build", str(build_dir), "-j", "2", "--", "--no-print-directory",
+                         external=True, silent=True)
+    for line in (output or "").splitlines():
+        if "error" in line or "warning" in line:
+            session.warn(line)
+
+
+@nox.session(tags=["test"])
+@nox.parametrize("version", VERSIONS)
+def ctest(session: nox.Session, version: str) -> None:
+    """The C++ tests (GoogleTest, an embedded interpreter)."""
+    session.run("ctest", "--test-dir", str(ROOT / "build" / f"py{version}"), "--output-on-failure",
+                external=True)
+
+
+@nox.session(tags=["test"])
+@nox.parametrize("version", VERSIONS)
+def pytest(session: nox.Session, version: str) -> None:
+    """The Python tests, the packaging check included."""
+    session.run(python(version), "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                *(session.posargs or [str(ROOT / "tests" / "python")]),
+                env=with_package(COEXTRA_TEST_PACKAGING="1"), external=True)
+
+
+@nox.session(tags=["test"])
+@nox.parametrize("version", VERSIONS)
+def evalframe_smoke(session: nox.Session, version: str) -> None:
+    """The C API and evalframe benchmark, short: it asserts every frame is a hit."""
+    session.run(python(version), str(ROOT / "bench" / "bench_evalframe.py"), "--quick",
+                env=with_package(), external=True)
+
+
+@nox.session(tags=["test"])
+@nox.parametrize("version", VERSIONS)
+def programs_smoke(session: nox.Session, version: str) -> None:
+    """The backend on real programs, short: every result is checked against a
+    run without a hook."""
+    session.run(python(version), str(ROOT / "bench" / "bench_programs.py"), "--quick",
+                env=with_package(), external=True)
+
+
+@nox.session(tags=["test"])
+@nox.parametrize("version", VERSIONS)
+def conformance_small(session: nox.Session, version: str) -> None:
+    """CPython's own tests with the backend in every process against a plain
+    run, the small selection (docs/conformance.md)."""
+    session.run(python(version), str(ROOT / "tests" / "conformance" / "run.py"), "--selection", "small",
+                external=True)
+
+
+# The leak harness (docs/leak-checks.md). Quick forms in `make test`, full
+# forms in `make leakcheck`.
+
+def _planted_leaks(session: nox.Session, version: str, asan: bool) -> None:
+    # In a minimal environment: with some large environments, clang 14's
+    # LeakSanitizer tracer crashes ("Tracer caught signal 11") on the 3.12 naive
+    # twin in about half the pytest sessions; with a clean one, never.
+    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"),
+           "LANG": os.environ.get("LANG", "C.UTF-8"), "PYTHONPATH": str(ROOT / "python"),
+           "COEXTRA_LEAKCHECK_ASAN": "1" if asan else "0"}
+    session.run("env", "-i", *(f"{k}={v}" for k, v in env.items()),
+                python(version), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs",
+                str(ROOT / "tests" / "leakcheck"), external=True)
+
+
+# The fast Python tests the quick refleak hunt runs (the naive twins leak on
+# purpose; tests/leakcheck shows they are caught).
+REFLEAK_QUICK = ["tests/python/test_api.py", "tests/python/test_lifetime.py",
+                 "tests/python/test_collector_shapes.py", "tests/python/test_collector_reentrancy.py",
+                 "tests/python/test_evalframe.py"]
+
+
+@nox.session(tags=["test"])
+def valgrind_quick(session: nox.Session) -> None:
+    """valgrind over the quick scenarios, one interpreter."""
+    session.run(str(ROOT / "valgrind" / "run.sh"), QUICK_LEAK_VERSION, external=True)
+
+
+@nox.session(tags=["test"])
+def refleak_quick(session: nox.Session) -> None:
+    """Reference-leak hunting over the fast Python tests (debug CPython)."""
+    session.chdir(ROOT)
+    session.run(str(ROOT / "scripts" / "refleak.sh"), "-k", "not naive", *REFLEAK_QUICK, external=True)
+
+
+@nox.session(tags=["test"])
+def planted_leaks(session: nox.Session) -> None:
+    """Every harness catches the leaks planted for it."""
+    _planted_leaks(session, QUICK_LEAK_VERSION, asan=False)
+
+
+@nox.session(tags=["leakcheck"])
+def valgrind_full(session: nox.Session) -> None:
+    """valgrind over every scenario, on 3.11 and 3.12."""
+    session.run(str(ROOT / "valgrind" / "run.sh"), *LEAK_VERSIONS, "--", "--tier", "full", external=True)
+
+
+@nox.session(tags=["leakcheck"])
+def asan(session: nox.Session) -> None:
+    """ASan+UBSan+LSan builds: the C++ suite and every scenario, on 3.11 and 3.12."""
+    session.run(str(ROOT / "scripts" / "asan.sh"), *LEAK_VERSIONS, external=True)
+
+
+@nox.session(tags=["leakcheck"])
+def refleak_full(session: nox.Session) -> None:
+    """Reference-leak hunting over the whole Python suite (debug CPython)."""
+    session.chdir(ROOT)
+    session.run(str(ROOT / "scripts" / "refleak.sh"), "-k", "not naive", "tests/python", external=True)
+
+
+@nox.session(tags=["leakcheck"])
+@nox.parametrize("version", LEAK_VERSIONS)
+def planted_leaks_asan(session: nox.Session, version: str) -> None:
+    """The planted-leak checks, ASan's included (the asan session built them)."""
+    _planted_leaks(session, version, asan=True)
+
+
+@nox.session(tags=["conformance"])
+@nox.parametrize("version", CONFORMANCE_VERSIONS)
+def conformance_large(session: nox.Session, version: str) -> None:
+    """CPython's own tests with the backend in every process, the large
+    selection (docs/conformance.md)."""
+    session.run(python(version), str(ROOT / "tests" / "conformance" / "run.py"), "--selection", "large",
+                external=True)
+
+
+@nox.session(tags=["demo"])
+def demo(session: nox.Session) -> None:
+    """The stress demo on the newest interpreter: three stores side by side and
+    a plot in demo-output/. Arguments after -- go to the demo."""
+    (ROOT / "demo-output").mkdir(exist_ok=True)
+    session.run(python(NEWEST[0]), "-m", "coextra.stress", "--plot", str(ROOT / "demo-output" / "stress.svg"),
+                *session.posargs, env=with_package(), external=True)
+
+
+@nox.session(tags=["bench"])
+def bench(session: nox.Session) -> None:
+    """Every benchmark on the newest interpreter, one run, one summary:
+    bench/*.py and the Google Benchmark binaries, merged by
+    scripts/bench_summary.py into bench/results/summary.{json,md} and
+    docs/benchmarks.md (the README links it). A benchmark that fails is
+    reported and the others still run; the session then fails."""
+    version = NEWEST[0]
+    results = ROOT / "bench" / "results"
+    shutil.rmtree(results, ignore_errors=True)
+    results.mkdir(parents=True)
+    failed = []
+
+    def run_logged(name: str, *command: str, env: dict | None = None) -> None:
+        with open(results / f"{name}.log", "w") as log:
+            try:
+                session.run(*command, env=env, external=True, stdout=log, stderr=log)
+            except nox.command.CommandFailed:
+                failed.append(name)
+
+    for script in sorted((ROOT / "bench").glob("*.py")):
+        session.log(f"bench/{script.name}")
+        run_logged(script.stem, python(version), str(script), "--json", str(results / f"{script.stem}.json"),
+                   env=with_package())
+    binaries = sorted(p for p in (ROOT / "build" / f"py{version}" / "bench").glob("*")
+                      if p.is_file() and os.access(p, os.X_OK))
+    if not binaries:
+        session.warn(f"no Google Benchmark binaries in build/py{version}/bench (is libbenchmark-dev installed?)")
+    for binary in binaries:
+        session.log(str(binary.relative_to(ROOT)))
+        run_logged(binary.name, str(binary), "--benchmark_repetitions=3", "--benchmark_report_aggregates_only=true",
+                   f"--benchmark_out={results / (binary.name + '.json')}", "--benchmark_out_format=json")
+    try:
+        session.run(python(version), str(ROOT / "scripts" / "bench_summary.py"), str(results),
+                    "--python", version, "--markdown-copy", str(ROOT / "docs" / "benchmarks.md"), external=True)
+    except nox.command.CommandFailed:
+        failed.append("scripts/bench_summary.py")
+    if failed:
+        session.error(f"failed: {', '.join(failed)} (logs in bench/results/)")
