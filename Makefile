@@ -15,25 +15,17 @@ bootstrap:
 build: bootstrap
 	@$(NOX) -s build
 
-# Every suite on every interpreter, then the leak harness's quick forms.
-test: bootstrap
-	@$(NOX) -t test
-
-demo: bootstrap
-	@$(NOX) -t demo
-
-bench: bootstrap
-	@$(NOX) -t bench
-
-# The full leak harness (docs/leak-checks.md): valgrind on 3.11 and 3.12, ASan+UBSan+LSan,
-# refleak hunting on the debug interpreter, planted-leak checks.
-leakcheck: bootstrap
-	@$(NOX) -t leakcheck
-
-# CPython's own regression tests with the coextra.evalframe backend in every process,
-# against a plain run (docs/conformance.md): the large selection on 3.11 and 3.13.
-conformance: bootstrap
-	@$(NOX) -t conformance
+# Each runs the noxfile.py sessions tagged with its name:
+#   test         every suite on every interpreter, then the leak harness's quick forms
+#   demo         the stress demo, a plot in demo-output/
+#   bench        every benchmark, a summary in docs/benchmarks.md
+#   leakcheck    the full leak harness (docs/leak-checks.md): valgrind on 3.11 and 3.12,
+#                ASan+UBSan+LSan, refleak hunting on the debug interpreter, planted leaks
+#   conformance  CPython's own regression tests with the coextra.evalframe backend in
+#                every process against a plain run, the large selection on 3.11 and 3.13
+#                (docs/conformance.md)
+test demo bench leakcheck conformance: bootstrap
+	@$(NOX) -t $@
 
 clean:
 	rm -rf build python/coextra/*.so
