@@ -167,9 +167,7 @@ EFFECTS: list[Effect] = [
                "the co_extra free function to run at `del f`.",
     ),
     Effect(
-        name="blocks-freed-a-collection-later",
-        kind="cache",
-        versions=ALL,
+        name="blocks-freed-a-collection-later", kind="cache", versions=ALL,
         tests=("test.test_sys.SysModuleTest.test_getallocatedblocks",),
         message=r"\d+ not found in range\(\d+, \d+\)",
         reason="A cache whose code only cyclic garbage references is live when the "
