@@ -262,30 +262,6 @@ static int registry_type_ready() {
     return PyType_Ready(&RegistryType);
 }
 
-static PyObject *teardown_at_exit(PyObject *, PyObject *) {
-    registry_teardown();
-    Py_RETURN_NONE;
-}
-
-static PyMethodDef teardown_def = {
-    "_coextra_teardown", teardown_at_exit, METH_NOARGS,
-    "Detach every coextra holder (registered with atexit)."};
-
-// atexit callbacks run first in Py_FinalizeEx, while every object still works:
-// the last moment to detach holders of deep-frozen code, which is never freed.
-static int register_teardown_at_exit() {
-    PyObject *atexit = PyImport_ImportModule("atexit");
-    if (atexit == nullptr) {
-        return -1;
-    }
-    PyObject *callback = PyCFunction_New(&teardown_def, nullptr);
-    PyObject *result = callback ? PyObject_CallMethod(atexit, "register", "O", callback) : nullptr;
-    Py_XDECREF(callback);
-    Py_DECREF(atexit);
-    Py_XDECREF(result);
-    return result ? 0 : -1;
-}
-
 PyObject *registry_init() {
     if (the_registry != nullptr) {
         return Py_NewRef(reinterpret_cast<PyObject *>(the_registry));
@@ -318,10 +294,6 @@ PyObject *registry_init() {
     r->detached_total = 0;
     PyObject_GC_Track(r);
     the_registry = r;
-    if (register_teardown_at_exit() < 0) {
-        Py_DECREF(r);
-        return nullptr;
-    }
     return reinterpret_cast<PyObject *>(r);
 }
 

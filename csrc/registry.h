@@ -48,8 +48,8 @@ struct Registry {
 
 extern PyTypeObject RegistryType;
 
-// Readies the types, requests the co_extra index, creates the registry and
-// registers teardown with atexit. Returns a new reference to the registry, or
+// Readies the types, requests the co_extra index and creates the registry
+// (lifecycle_start calls it). Returns a new reference to the registry, or
 // NULL with an exception (ImportError outside the main interpreter).
 PyObject *registry_init();
 
@@ -78,7 +78,7 @@ void registry_all_old(Registry *r);
 // Returns -1 with an exception when memory for the snapshot is exhausted.
 Py_ssize_t registry_reset();
 
-// Interpreter teardown: refuses new attachments, then detaches everything,
+// Interpreter teardown (lifecycle_shutdown): refuses new attachments, then detaches everything,
 // including holders on deep-frozen stdlib code whose free function CPython
 // never calls (3.11, 3.12). Idempotent.
 void registry_teardown();

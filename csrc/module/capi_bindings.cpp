@@ -4,9 +4,12 @@
 
 #include "../capi.h"
 #include "../evalframe.h"
+#include "checked.h"
 
 namespace py = pybind11;
 using namespace coextra::detail;
+using coextra_bindings::checked;
+using coextra_bindings::steal_checked;
 
 namespace {
 
@@ -24,18 +27,12 @@ py::dict evalframe_stats_dict() {
 }  // namespace
 
 void bind_capi(py::module_ &m) {
-    PyObject *capsule = capi_capsule();
-    if (capsule == nullptr) {
-        throw py::error_already_set();
-    }
-    m.attr("_C_API") = py::reinterpret_steal<py::object>(capsule);
+    m.attr("_C_API") = steal_checked<py::object>(capi_capsule());
 
     m.def(
         "_evalframe_enable",
         [](py::handle callback, bool trace) {
-            if (evalframe_enable(callback.ptr(), trace) < 0) {
-                throw py::error_already_set();
-            }
+            checked(evalframe_enable(callback.ptr(), trace));
         },
         py::arg("callback"), py::kw_only(), py::arg("trace") = false);
     m.def("_evalframe_disable", &evalframe_disable);
@@ -47,10 +44,4 @@ void bind_capi(py::module_ &m) {
     m.def("_evalframe_traces_callback", &evalframe_traces_callback);
     m.def("_evalframe_stats", &evalframe_stats_dict);
     m.def("_evalframe_reset_stats", &evalframe_reset_stats);
-
-    // Switch the backend off when the interpreter starts to exit: atexit runs
-    // callbacks last-registered first, so this runs before the registry's
-    // teardown (registered when the registry was made), while the callback
-    // can still be released normally.
-    py::module_::import("atexit").attr("register")(m.attr("_evalframe_disable"));
 }

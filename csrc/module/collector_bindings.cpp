@@ -10,33 +10,17 @@
 #include "../collector.h"
 #include "../explain.h"
 #include "../target.h"
+#include "checked.h"
 
 namespace py = pybind11;
 using namespace coextra::detail;
+using coextra_bindings::checked;
+using coextra_bindings::steal_checked;
 
 namespace {
 
-Py_ssize_t collect() {
-    Py_ssize_t detached = collector_collect_all();
-    if (detached < 0) {
-        throw py::error_already_set();
-    }
-    return detached;
-}
-
 void set_auto_collect(py::handle enabled) {
-    int truth = PyObject_IsTrue(enabled.ptr());
-    if (truth < 0 || auto_collect_set(truth != 0) < 0) {
-        throw py::error_already_set();
-    }
-}
-
-bool get_auto_collect() {
-    int enabled = auto_collect_get();
-    if (enabled < 0) {
-        throw py::error_already_set();
-    }
-    return enabled != 0;
+    checked(auto_collect_set(checked(PyObject_IsTrue(enabled.ptr())) != 0));
 }
 
 void set_budget(py::handle nodes) {
@@ -47,26 +31,17 @@ void set_budget(py::handle nodes) {
     int overflow = 0;
     long long value = PyLong_AsLongLongAndOverflow(nodes.ptr(), &overflow);
     if (value == -1 && PyErr_Occurred()) {
-        throw py::error_already_set();
+        throw py::error_already_set();  // -1 is also a value: PyErr_Occurred() tells
     }
     if (overflow != 0) {
         value = overflow < 0 ? 0 : static_cast<long long>(kMaxBudget) + 1;
     }
-    if (collector_set_budget(static_cast<Py_ssize_t>(value)) < 0) {
-        throw py::error_already_set();
-    }
+    checked(collector_set_budget(static_cast<Py_ssize_t>(value)));
 }
 
 py::list explain(py::handle obj) {
     CodeRef code(obj.ptr());  // explain_paths allocates: hold the code (target.h)
-    if (code.get() == nullptr) {
-        throw py::error_already_set();
-    }
-    PyObject *paths = explain_paths(code.get(), collector_budget());
-    if (paths == nullptr) {
-        throw py::error_already_set();
-    }
-    return py::reinterpret_steal<py::list>(paths);
+    return steal_checked<py::list>(explain_paths(checked(code.get()), collector_budget()));
 }
 
 }  // namespace
@@ -94,14 +69,14 @@ void add_collector_stats(py::dict &out) {
 }
 
 void bind_collector(py::module_ &m) {
-    m.def("collect", &collect,
+    m.def("collect", [] { return checked(collector_collect_all()); },
           "collect() -> int\n\nRun the cycle collector over every holder now; returns how many\n"
           "holders it detached because their code object was reachable only through\n"
           "its own cache. Returns 0 at once when called while a collection runs.");
     m.def("set_auto_collect", &set_auto_collect, py::arg("enabled"),
           "set_auto_collect(enabled)\n\nAdd (True) or remove (False) coextra's automatic "
           "collection\nin gc.callbacks. On by default.");
-    m.def("get_auto_collect", &get_auto_collect,
+    m.def("get_auto_collect", [] { return checked(auto_collect_get()) != 0; },
           "get_auto_collect() -> bool\n\nWhether automatic collection is in gc.callbacks.");
     m.def("set_budget", &set_budget, py::arg("nodes"),
           "set_budget(nodes)\n\nThe most nodes one collection explores (an int >= 1). Nodes past\n"
@@ -112,7 +87,4 @@ void bind_collector(py::module_ &m) {
           "explain(obj) -> list[list]\n\nThe reference paths from the holder of obj's code back to\n"
           "that code, each [holder, entry, product, ..., code], shortest first; [] when\n"
           "there is none within the budget.");
-    if (auto_collect_set(true) < 0) {
-        throw py::error_already_set();
-    }
 }

@@ -5,16 +5,18 @@
 
 #include <gtest/gtest.h>
 
-#include "registry.h"
+#include "auto_collect.h"
+#include "lifecycle.h"
 
 namespace coextra_test {
 
-// One embedded interpreter and one registry for the whole binary, then a clean
-// finalization (which runs the registry's atexit teardown).
+// One embedded interpreter and one registry for the whole binary, started as
+// the module starts it but with automatic collection off (the tests that
+// want it turn it on), then a clean finalization (which runs the shutdown).
 inline int run_all_tests_with_registry() {
     Py_Initialize();
-    PyObject *registry = coextra::detail::registry_init();
-    if (registry == nullptr) {
+    PyObject *registry = coextra::detail::lifecycle_start();
+    if (registry == nullptr || coextra::detail::auto_collect_set(false) < 0) {
         PyErr_Print();
         return 2;
     }

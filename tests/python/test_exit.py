@@ -76,3 +76,47 @@ def test_attaching_after_teardown_is_refused_with_a_clear_error():
     )
     assert proc.returncode == 0 and proc.stderr == ""
     assert "refused: coextra: the interpreter is shutting down" in proc.stdout
+
+
+def test_one_shutdown_switches_the_backend_off_then_detaches_every_holder():
+    """coextra registers a single atexit callback, and it does both, in that
+    order: the backend's callback is released while holders are still there."""
+    script = textwrap.dedent(
+        """
+        import atexit
+
+        def report():
+            # Registered before coextra, so it runs after coextra's shutdown.
+            print("after-shutdown", evalframe.is_enabled(), coextra.stats()["holders"])
+
+        atexit.register(report)
+        before = atexit._ncallbacks()
+        import coextra
+        from coextra import evalframe
+        print("callbacks added", atexit._ncallbacks() - before)
+
+        class Callback:
+            def __call__(self, code):
+                return ("compiled", code)
+
+            def __del__(self):
+                print("callback released with holders attached:", coextra.stats()["holders"] > 0)
+
+        def f():
+            return 1
+
+        evalframe.enable(Callback())
+        f()
+        print("backend on", evalframe.is_enabled(), coextra.stats()["holders"] > 0)
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=subprocess_env(), timeout=60
+    )
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert proc.stdout.split("\n")[:4] == [
+        "callbacks added 1",
+        "backend on True True",
+        "callback released with holders attached: True",
+        "after-shutdown False 0",
+    ], proc.stdout

@@ -1,0 +1,80 @@
+// lifecycle.cpp -- the start-up and the shutdown of lifecycle.h.
+#include "lifecycle.h"
+
+#include "auto_collect.h"
+#include "collector.h"
+#include "evalframe.h"
+#include "registry.h"
+
+#include <pthread.h>
+
+namespace coextra::detail {
+
+namespace {
+
+// fork() copies the process with only the forking thread. State that another
+// thread had mid-flight (a collector pass, an evalframe compile, each of which
+// can release the GIL in Python code) would stay "in progress" forever in the
+// child; pthread_atfork covers os.fork() and forks from C alike. The handlers
+// touch plain C state only, as a fork handler must.
+void after_fork_child() {
+    collector_after_fork_child();
+    evalframe_after_fork_child();
+}
+
+PyObject *shutdown_at_exit(PyObject *, PyObject *) {
+    lifecycle_shutdown();
+    Py_RETURN_NONE;
+}
+
+PyMethodDef shutdown_def = {"_coextra_shutdown", shutdown_at_exit, METH_NOARGS,
+                            "Switch coextra's evalframe backend off and detach every holder "
+                            "(registered with atexit)."};
+
+int register_shutdown_at_exit() {
+    PyObject *atexit = PyImport_ImportModule("atexit");
+    if (atexit == nullptr) {
+        return -1;
+    }
+    PyObject *callback = PyCFunction_New(&shutdown_def, nullptr);
+    PyObject *result = callback ? PyObject_CallMethod(atexit, "register", "O", callback) : nullptr;
+    Py_XDECREF(callback);
+    Py_DECREF(atexit);
+    Py_XDECREF(result);
+    return result ? 0 : -1;
+}
+
+bool registered = false;  // the fork handler and the atexit callback
+
+}  // namespace
+
+PyObject *lifecycle_start() {
+    PyObject *registry = registry_init();
+    if (registry == nullptr) {
+        return nullptr;
+    }
+    if (auto_collect_set(true) < 0) {
+        Py_DECREF(registry);
+        return nullptr;
+    }
+    if (!registered) {
+        if (pthread_atfork(nullptr, nullptr, after_fork_child) != 0) {
+            PyErr_SetString(PyExc_ImportError, "coextra: pthread_atfork failed (out of memory)");
+            Py_DECREF(registry);
+            return nullptr;
+        }
+        if (register_shutdown_at_exit() < 0) {
+            Py_DECREF(registry);
+            return nullptr;
+        }
+        registered = true;
+    }
+    return registry;
+}
+
+void lifecycle_shutdown() {
+    evalframe_disable();
+    registry_teardown();
+}
+
+}  // namespace coextra::detail
