@@ -16,6 +16,7 @@ using Clock = std::chrono::steady_clock;
 
 AutoCollectStats stats;
 
+// Rule 1: the generation pass.
 Py_ssize_t run_generation_pass() {
     Py_ssize_t detached = collector_collect_generations();
     stats.generation_passes++;
@@ -137,9 +138,15 @@ PyObject *on_gc(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
         r->holders.empty()) {
         Py_RETURN_NONE;
     }
-    Py_ssize_t detached = generation_of(args[1]) >= 2 && r->old_end < r->holders.size() ? run_generation_pass()
-                          : sweep_slice_due(r)                                 ? run_sweep_slice(r)
-                                                                               : run_young_pass_if_due();
+    // The rules of auto_collect.h, in their order.
+    Py_ssize_t detached;
+    if (generation_of(args[1]) >= 2 && r->old_end < r->holders.size()) {
+        detached = run_generation_pass();
+    } else if (sweep_slice_due(r)) {
+        detached = run_sweep_slice(r);
+    } else {
+        detached = run_young_pass_if_due();
+    }
     if (detached < 0) {
         // A callback must not fail the GC pass that called it.
         PyErr_WriteUnraisable(nullptr);

@@ -521,6 +521,14 @@ Py_ssize_t run_pass(PassKind kind, size_t first, size_t end, size_t node_budget)
     ok = ok && explore(pass, r->holders, first, end) && propagate_liveness(pass.graph, pass.stack);
     Py_ssize_t detached = -1;
     if (ok) {
+        // The survivors are known: age them now, so that holders attached by
+        // code run while detaching start young. Ageing moves only the
+        // generations' bounds, not the holders detach_garbage finds by slot.
+        if (kind == PassKind::kAll) {
+            registry_all_old(r);
+        } else if (kind == PassKind::kGenerations) {
+            registry_age_generations(r);
+        }
         detached = detach_garbage(pass, r->holders);
     } else {
         PyErr_NoMemory();
@@ -554,13 +562,6 @@ Py_ssize_t run_pass(PassKind kind, size_t first, size_t end, size_t node_budget)
         PyErr_Clear();  // torn down by code run while detaching: nothing to remember
     } else {
         state.attached_mark = still->attached_total;
-        // Holders attached by code run while detaching are aged with the
-        // survivors: they are examined one generation later than they would be.
-        if (ok && kind == PassKind::kAll) {
-            registry_all_old(still);
-        } else if (ok && kind == PassKind::kGenerations) {
-            registry_age_generations(still);
-        }
     }
     state.running = false;
     return detached;

@@ -67,11 +67,13 @@ Holder *registry_ensure(PyObject *code);
 // Detaches h. Returns 1 if it was attached, 0 if it was already detached.
 int registry_detach(Holder *h);
 
-// After a pass over the middle and young generations: the survivors of each
-// move one generation up (middle to old, young to middle).
+// Once a pass over the middle and young generations has decided, before it
+// detaches: every holder of those generations moves up one (middle to old,
+// young to middle); the garbage among them then leaves whichever generation it
+// is in, and holders attached by code run while detaching start young.
 void registry_age_generations(Registry *r);
 
-// After a pass over every holder: all survivors are old.
+// The same after a pass over every holder: all of them become old.
 void registry_all_old(Registry *r);
 
 // Detaches every holder attached when the call starts; returns how many.

@@ -105,6 +105,32 @@ TEST_F(Collector, DetachesACodeReachableOnlyThroughItsOwnCache) {
     EXPECT_TRUE(code_ref().is_none()) << "the code object is freed";
 }
 
+// A generation pass ages the survivors once it has decided, before it
+// detaches: a holder attached by code its detaching runs (a product's
+// __del__) was never examined, and starts young.
+TEST_F(Collector, AHolderAttachedWhileAGenerationPassDetachesStartsYoung) {
+    py::object late = make_function("late");
+    py::dict ns;
+    ns["attach_late"] = py::cpp_function([late]() { ASSERT_NE(registry_ensure(code_ptr(late)), nullptr); });
+    py::exec("class Product:\n"
+             "    def __init__(self, f): self.f = f\n"
+             "    def __del__(self): attach_late()\n",
+             ns);
+    py::object kept = make_function("kept");
+    cache(kept, kept);
+    py::object f = make_function("f");
+    cache(f, ns["Product"](f));
+    f = py::object();
+    ASSERT_EQ(collector_collect_generations(), 1);
+    Registry *r = registry_get();
+    Holder *h = registry_holder_of(code_ptr(late));
+    ASSERT_NE(h, nullptr);
+    EXPECT_GE(h->registry_slot, r->middle_end) << "young: attached after the pass decided";
+    Holder *survivor = registry_holder_of(code_ptr(kept));
+    EXPECT_GE(survivor->registry_slot, r->old_end);
+    EXPECT_LT(survivor->registry_slot, r->middle_end) << "found live once: middle";
+}
+
 TEST_F(Collector, KeepsACodeWithAnOutsideReference) {
     py::object f = make_function("f");
     py::object code = f.attr("__code__");
