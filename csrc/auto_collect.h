@@ -28,11 +28,11 @@
 //      duration without a slice. A sweep starts when kSweepPace times its
 //      predicted duration (time per holder times the holders attached) has
 //      gone by since the previous one ended. This finds the caches that died
-//      old and those too few for a generation pass, at a cost of about
-//      1/kSweepPace of the program's time and with no pause longer than a
-//      slice.
+//      old, and dead caches of any generation in a program that seldom
+//      reaches a generation-2 collection, at a cost of about 1/kSweepPace of
+//      the program's time and with no pause longer than a slice.
 //
-//   3. Young pass. On other collections: a pass seeded with the holders
+//   3. Young pass. Otherwise: a pass seeded with the holders
 //      attached since the previous pass, with a small node budget
 //      (kYoungNodesPerHolder per seed plus kYoungBaseNodes), so that caches
 //      that die young are dropped at the rhythm of the GC itself. Young
