@@ -12,6 +12,9 @@
 #include <new>
 #include <pthread.h>
 #include <vector>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 namespace coextra::detail {
 
@@ -155,6 +158,20 @@ struct Pass {
         stack.release();
     }
 };
+
+// Gives freed memory back to the system. glibc keeps freed blocks for later
+// allocations (its mmap threshold rises after the first large free), so a
+// large pass's arrays, once freed, would stay resident, and with automatic
+// collection on every holder would seem to cost more (bench/bench_memory.py).
+void return_freed_memory() {
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+}
+
+// A pass seeded with at most this many holders (every young pass) keeps its
+// scratch memory for the next one; a larger one gives it back.
+constexpr size_t kRetainedSeeds = 2048;
 
 // The memory of the previous young pass, reused (only one pass runs at a
 // time). A full pass gives its memory back when it ends (see run_pass).
@@ -506,7 +523,7 @@ Py_ssize_t run_pass(PassKind kind, size_t first, size_t end, size_t node_budget)
     state.running_thread = pthread_self();
     end = std::min(end, r->holders.size());
     first = std::min(first, end);
-    bool large = kind == PassKind::kAll || kind == PassKind::kGenerations;
+    bool large = kind != PassKind::kSlice || end - first > kRetainedSeeds;
 
     Pass &pass = retained;
     pass.reset(node_budget);
@@ -543,11 +560,11 @@ Py_ssize_t run_pass(PassKind kind, size_t first, size_t end, size_t node_budget)
     state.stats.detached_by_collector += found;
     state.stats.last_nodes = pass.graph.explored();
     // The arrays of a pass over many holders are sized for all of them;
-    // keeping them between such rare passes would about double what a holder
-    // costs (bench/bench_memory.py). Young passes and sweep slices are small
-    // and frequent: they keep theirs.
+    // keeping them would add to what every holder costs (bench/bench_memory.py).
+    // Young passes are small and frequent: they keep theirs.
     if (large) {
         pass.release_memory();
+        return_freed_memory();
     }
     std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - started;
     state.stats.last_seconds = elapsed.count();
