@@ -2,6 +2,7 @@
 #include "auto_collect.h"
 
 #include "collector.h"
+#include "internals.h"
 #include "registry.h"
 
 #include <algorithm>
@@ -12,9 +13,13 @@ namespace coextra::detail {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = AutoCollectState::Clock;
+using Sweep = AutoCollectState::Sweep;
 
-AutoCollectStats stats;
+// This file's part of internals (internals.h), and two of its members.
+constexpr AutoCollectState &state = internals.auto_collect;
+constexpr AutoCollectStats &stats = internals.auto_collect.stats;
+constexpr Sweep &sweep = internals.auto_collect.sweep;
 
 // Rule 1: the generation pass.
 Py_ssize_t run_generation_pass() {
@@ -25,17 +30,6 @@ Py_ssize_t run_generation_pass() {
 }
 
 // Rule 2: the sweep of every holder, one slice at a time.
-struct Sweep {
-    bool active = false;
-    size_t cursor = 0;                 // the slot after the next slice's last
-    uint64_t detached = 0;             // by this sweep's slices so far
-    Clock::time_point next_slice{};    // no slice before this
-    Clock::time_point ended{};         // when the previous sweep ended
-    double seconds_per_holder = 0.0;   // of the latest slice; 0 before any
-};
-
-Sweep sweep;
-
 double seconds_since(Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
 }
@@ -84,26 +78,19 @@ Py_ssize_t run_sweep_slice(const Registry *r) {
 }
 
 // Rule 3: young passes on every interval-th GC pass.
-struct YoungPace {
-    int interval = 1;
-    int waited = 0;
-};
-
-YoungPace young_pace;
-
 Py_ssize_t run_young_pass_if_due() {
-    if (++young_pace.waited < young_pace.interval) {
+    if (++state.young_pace.waited < state.young_pace.interval) {
         return 0;
     }
-    young_pace.waited = 0;
+    state.young_pace.waited = 0;
     Py_ssize_t young = collector_young_count();
     if (young == 0) {
         return 0;
     }
     Py_ssize_t seeds = young < kYoungMaxSeeds ? young : kYoungMaxSeeds;
     Py_ssize_t detached = collector_collect_young(seeds, kYoungNodesPerHolder * seeds + kYoungBaseNodes);
-    young_pace.interval = detached != 0                           ? 1
-                          : young_pace.interval < kYoungMaxInterval ? young_pace.interval * 2
+    state.young_pace.interval = detached != 0                           ? 1
+                          : state.young_pace.interval < kYoungMaxInterval ? state.young_pace.interval * 2
                                                                     : kYoungMaxInterval;
     return detached;
 }
@@ -159,10 +146,6 @@ PyMethodDef on_gc_def = {
     "_coextra_auto_collect", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(on_gc)),
     METH_FASTCALL, "coextra's automatic collection (in gc.callbacks)."};
 
-// The callback object; created once and kept forever (a static reference) so
-// identity checks against gc.callbacks stay meaningful.
-PyObject *the_callback = nullptr;
-
 // A new reference to gc.callbacks, or NULL with an exception.
 PyObject *gc_callbacks() {
     PyObject *gc = PyImport_ImportModule("gc");
@@ -183,7 +166,7 @@ PyObject *gc_callbacks() {
 const AutoCollectStats &auto_collect_stats() { return stats; }
 
 int auto_collect_get() {
-    if (the_callback == nullptr) {
+    if (state.callback == nullptr) {
         return 0;
     }
     PyObject *callbacks = gc_callbacks();
@@ -192,16 +175,16 @@ int auto_collect_get() {
     }
     int found = 0;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(callbacks); i++) {
-        found |= PyList_GET_ITEM(callbacks, i) == the_callback;
+        found |= PyList_GET_ITEM(callbacks, i) == state.callback;
     }
     Py_DECREF(callbacks);
     return found;
 }
 
 int auto_collect_set(bool enabled) {
-    if (the_callback == nullptr) {
-        the_callback = PyCFunction_New(&on_gc_def, nullptr);
-        if (the_callback == nullptr) {
+    if (state.callback == nullptr) {
+        state.callback = PyCFunction_New(&on_gc_def, nullptr);
+        if (state.callback == nullptr) {
             return -1;
         }
     }
@@ -213,7 +196,7 @@ int auto_collect_set(bool enabled) {
     bool present = false;
     // Walk backwards so removals do not skip items.
     for (Py_ssize_t i = PyList_GET_SIZE(callbacks) - 1; i >= 0 && result == 0; i--) {
-        if (PyList_GET_ITEM(callbacks, i) != the_callback) {
+        if (PyList_GET_ITEM(callbacks, i) != state.callback) {
             continue;
         }
         present = true;
@@ -222,7 +205,7 @@ int auto_collect_set(bool enabled) {
         }
     }
     if (enabled && !present && result == 0) {
-        result = PyList_Append(callbacks, the_callback);
+        result = PyList_Append(callbacks, state.callback);
     }
     Py_DECREF(callbacks);
     return result;

@@ -48,6 +48,7 @@
 
 #include "compat.h"
 
+#include <chrono>
 #include <cstdint>
 
 namespace coextra::detail {
@@ -67,6 +68,32 @@ struct AutoCollectStats {
     uint64_t sweeps = 0;                    // sweeps completed
     uint64_t sweep_slices = 0;              // slices run, of completed sweeps or not
     uint64_t last_sweep_detached = 0;       // holders the latest completed sweep detached
+};
+
+// Automatic collection's part of internals (internals.h).
+struct AutoCollectState {
+    using Clock = std::chrono::steady_clock;
+    // Rule 2: the sweep in progress, or the previous one.
+    struct Sweep {
+        bool active = false;
+        size_t cursor = 0;                // the slot after the next slice's last
+        uint64_t detached = 0;            // by this sweep's slices so far
+        Clock::time_point next_slice{};   // no slice before this
+        Clock::time_point ended{};        // when the previous sweep ended
+        double seconds_per_holder = 0.0;  // of the latest slice; 0 before any
+    };
+    // Rule 3: a young pass runs on every interval-th GC pass.
+    struct YoungPace {
+        int interval = 1;
+        int waited = 0;
+    };
+    // The callback object in gc.callbacks. Owned; created once and kept for
+    // the life of the process, so identity checks against gc.callbacks stay
+    // meaningful.
+    PyObject *callback = nullptr;
+    Sweep sweep;
+    YoungPace young_pace;
+    AutoCollectStats stats;
 };
 
 const AutoCollectStats &auto_collect_stats();

@@ -2,6 +2,8 @@
 // signatures to the core's Holder/Entry functions.
 #include "capi.h"
 
+#include "internals.h"
+
 #include "collector.h"
 
 #include "holder.h"
@@ -14,18 +16,17 @@ namespace {
 Holder *as_holder(PyObject *holder) { return reinterpret_cast<Holder *>(holder); }
 Entry *as_entry(PyObject *entry) { return reinterpret_cast<Entry *>(entry); }
 
-// The registry's co_extra index, copied when the capsule is made (after the
-// registry exists; CPython never changes or releases an index). The per-frame
-// functions read the slot with it directly instead of going through
-// registry_holder_of: one call less on the hottest path (see
-// bench/bench_evalframe.py). Same answer: a non-NULL slot always points to
-// an attached holder, because every detach, teardown included, clears it.
-Py_ssize_t extra_index = -1;
-
+// The per-frame functions read the slot with the registry's co_extra index
+// directly instead of going through registry_holder_of: one call less on the
+// hottest path (see bench/bench_evalframe.py). Same answer: a non-NULL slot
+// always points to an attached holder, because every detach, teardown
+// included, clears it. The index is set before the capsule exists and never
+// changes (registry.h).
 Holder *read_slot(PyObject *code) {
     void *value = nullptr;
-    if (extra_index < 0 || compat::code_get_extra(code, extra_index, &value) < 0) {
-        if (extra_index >= 0) {
+    Py_ssize_t index = internals.registry.extra_index;
+    if (index < 0 || compat::code_get_extra(code, index, &value) < 0) {
+        if (index >= 0) {
             PyErr_Clear();  // only fails for a non-code object
         }
         return nullptr;
@@ -173,23 +174,20 @@ int api_closed() {
 
 }  // namespace
 
-// Made once, when the capsule is first asked for (after registry_init: the
-// registry's co_extra index is part of it), and never changed after.
-static const coextra_CAPI *the_table = nullptr;
-
-const coextra_CAPI *capi_table() { return the_table; }
+const coextra_CAPI *capi_table() { return internals.capi_table; }
 
 PyObject *capi_capsule() {
     Registry *r = registry_get();
     if (r == nullptr) {
         return nullptr;
     }
-    if (the_table == nullptr) {
-        extra_index = r->extra_index;  // CPython never changes or releases an index
+    // Made once, when the capsule is first asked for (after registry_init: the
+    // co_extra index is part of it), and never changed after.
+    if (internals.capi_table == nullptr) {
         static const coextra_CAPI table = {
             COEXTRA_CAPI_VERSION,
             sizeof(coextra_CAPI),
-            extra_index,
+            internals.registry.extra_index,
             api_holder_of,
             api_ensure,
             api_add,
@@ -207,9 +205,9 @@ PyObject *capi_capsule() {
             api_closed,
             collector_collect_all,
         };
-        the_table = &table;
+        internals.capi_table = &table;
     }
-    return PyCapsule_New(const_cast<coextra_CAPI *>(the_table), COEXTRA_CAPSULE_NAME, nullptr);
+    return PyCapsule_New(const_cast<coextra_CAPI *>(internals.capi_table), COEXTRA_CAPSULE_NAME, nullptr);
 }
 
 }  // namespace coextra::detail

@@ -3,6 +3,7 @@
 
 #include "heap_graph.h"
 #include "holder.h"
+#include "internals.h"
 #include "registry.h"
 
 #include <algorithm>
@@ -27,24 +28,6 @@ enum class PassKind {
     kGenerations,  // the middle and young generations; each survivor moves up one
     kSlice,        // a range of holders (a young pass, a slice of a sweep); no ageing
 };
-
-struct CollectorState {
-    bool running = false;
-    pthread_t running_thread{};  // valid while running
-    Py_ssize_t budget = kDefaultBudget;
-    // registry->attached_total when the previous pass ended. Holders are
-    // appended at the back, so the holders attached since then are about the
-    // last (attached_total - attached_mark) of the vector -- about: a detach
-    // can move the newest holder to the front of the young generation (it
-    // then waits for the generation pass) and, once the young generation is
-    // shorter than that, older ones are in the tail (explored once more).
-    // Both only change the cost, never soundness: any set of seeds gives a
-    // sound answer.
-    uint64_t attached_mark = 0;
-    CollectorStats stats;
-};
-
-CollectorState state;
 
 // A code node with a holder outside the graph's holder index (a young pass
 // reaching an older holder's code).
@@ -173,10 +156,6 @@ void return_freed_memory() {
 // scratch memory for the next one; a larger one gives it back.
 constexpr size_t kRetainedSeeds = 2048;
 
-// The memory of the previous young pass, reused (only one pass runs at a
-// time). A full pass gives its memory back when it ends (see run_pass).
-Pass retained;
-
 // The __dict__ of every module in sys.modules, sorted by address: a pass never
 // expands them (a module's globals are live while it is imported, and large).
 // Rebuilt before every full pass and whenever sys.modules changed size, never
@@ -237,7 +216,20 @@ struct ModuleDicts {
     }
 };
 
-ModuleDicts module_dicts;
+}  // namespace
+
+// What passes reuse: the arrays of the previous young pass (only one pass runs
+// at a time; a large pass gives its memory back when it ends, see run_pass)
+// and the module dicts.
+struct CollectorScratch {
+    Pass pass;
+    ModuleDicts module_dicts;
+};
+
+namespace {
+
+// This file's part of internals (internals.h).
+constexpr CollectorState &state = internals.collector;
 
 // The traversal callback: queues the reference without touching the child, so
 // that process_pending can look at a whole batch with its memory accesses
@@ -268,6 +260,7 @@ constexpr size_t kPrefetchDistance = 64;
 // and their private lists, tuples and dicts are such objects. Code objects are
 // always nodes (they are what a pass decides about).
 void process_pending(Pass &pass) {
+    ModuleDicts &module_dicts = state.scratch->module_dicts;
     HeapGraph &g = pass.graph;
     PodArray<Pending> &pending = pass.pending;
     size_t n = pending.size();
@@ -518,6 +511,13 @@ Py_ssize_t run_pass(PassKind kind, size_t first, size_t end, size_t node_budget)
     if (r == nullptr) {
         return -1;
     }
+    if (state.scratch == nullptr) {
+        state.scratch = new (std::nothrow) CollectorScratch();
+        if (state.scratch == nullptr) {
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
     auto started = std::chrono::steady_clock::now();
     state.running = true;
     state.running_thread = pthread_self();
@@ -525,13 +525,13 @@ Py_ssize_t run_pass(PassKind kind, size_t first, size_t end, size_t node_budget)
     first = std::min(first, end);
     bool large = kind != PassKind::kSlice || end - first > kRetainedSeeds;
 
-    Pass &pass = retained;
+    Pass &pass = state.scratch->pass;
     pass.reset(node_budget);
     // About one node in the address index per seed holder: its function
     // (holder, entry and a private product are merged into the code's node,
     // which the holder index holds).
     size_t seeds = end - first;
-    module_dicts.refresh(/*force=*/large);
+    state.scratch->module_dicts.refresh(/*force=*/large);
     bool ok = pass.graph.expect(seeds < node_budget ? seeds : node_budget, first, end);
     // Analysis: from here to detach_garbage nothing runs Python code, nothing
     // allocates a Python object, and no reference count changes.
@@ -640,6 +640,13 @@ int collector_set_budget(Py_ssize_t nodes) {
 }
 
 bool collector_running() { return state.running; }
+
+void collector_release_scratch() {
+    if (!state.running) {
+        delete state.scratch;
+        state.scratch = nullptr;
+    }
+}
 
 void collector_after_fork_child() {
     // A pass of the forking thread itself (a __del__ that forks) goes on and

@@ -17,8 +17,13 @@
 #include "compat.h"
 
 #include <cstdint>
+#include <pthread.h>
 
 namespace coextra::detail {
+
+// The most nodes one pass adds to its graph (module dicts it prunes excluded).
+constexpr Py_ssize_t kDefaultBudget = 8'000'000;
+constexpr Py_ssize_t kMaxBudget = 0x7FFFFFFF;
 
 struct CollectorStats {
     uint64_t collections = 0;            // passes run (explicit and automatic)
@@ -34,6 +39,29 @@ struct CollectorStats {
 };
 
 const CollectorStats &collector_stats();
+
+// What passes reuse from one to the next (collector.cpp).
+struct CollectorScratch;
+
+// The collector's part of internals (internals.h).
+struct CollectorState {
+    bool running = false;
+    pthread_t running_thread{};  // valid while running
+    Py_ssize_t budget = kDefaultBudget;
+    // registry->attached_total when the previous pass ended. Holders are
+    // appended at the back, so the holders attached since then are about the
+    // last (attached_total - attached_mark) of the vector -- about: a detach
+    // can move the newest holder to the front of the young generation (it
+    // then waits for the generation pass) and, once the young generation is
+    // shorter than that, older ones are in the tail (explored once more).
+    // Both only change the cost, never soundness: any set of seeds gives a
+    // sound answer.
+    uint64_t attached_mark = 0;
+    CollectorStats stats;
+    // Owned; made by the first pass, freed by internals_shutdown (or by the
+    // process's end, if a pass runs after it).
+    CollectorScratch *scratch = nullptr;
+};
 
 // Runs the collector over every attached holder; the survivors become the
 // old generation (registry.h). Returns the number of
@@ -57,9 +85,6 @@ Py_ssize_t collector_collect_young(Py_ssize_t max_seeds, Py_ssize_t node_budget)
 // Holders attached since the previous pass (the seeds of collector_collect_young).
 Py_ssize_t collector_young_count();
 
-// The most nodes one pass adds to its graph (module dicts it prunes excluded).
-constexpr Py_ssize_t kDefaultBudget = 8'000'000;
-constexpr Py_ssize_t kMaxBudget = 0x7FFFFFFF;
 Py_ssize_t collector_budget();
 // 0, or -1 with ValueError when nodes is below 1 or above kMaxBudget.
 int collector_set_budget(Py_ssize_t nodes);
@@ -71,5 +96,9 @@ bool collector_running();
 // was running (in a __del__ that released the GIL) never ends here, so the
 // child forgets it; otherwise every later pass would return 0 at once.
 void collector_after_fork_child();
+
+// Frees the scratch memory (internals_shutdown); a later pass makes it again.
+// No-op while a pass runs.
+void collector_release_scratch();
 
 }  // namespace coextra::detail

@@ -1,7 +1,7 @@
 // entry.cpp -- the Entry type.
 #include "entry.h"
 
-#include "live_counts.h"
+#include "internals.h"
 
 #include <cstddef>
 
@@ -23,7 +23,7 @@ Entry *entry_new(PyObject *product, PyObject *guard) {
     self->product = Py_NewRef(product);
     self->guard = guard ? Py_NewRef(guard) : nullptr;
     self->hits = 0;
-    live_counts.entries++;
+    internals.live.entries++;
     PyObject_GC_Track(self);
     return self;
 }
@@ -55,7 +55,7 @@ static void entry_dealloc(PyObject *op) {
     // must not overflow the C stack when they are freed.
     Py_TRASHCAN_BEGIN(op, entry_dealloc)
     entry_clear(op);
-    live_counts.entries--;
+    internals.live.entries--;
     PyObject_GC_Del(op);
     Py_TRASHCAN_END
 }

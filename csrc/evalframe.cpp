@@ -2,6 +2,7 @@
 #include "evalframe.h"
 
 #include "capi.h"
+#include "internals.h"
 
 #include <pthread.h>
 
@@ -11,40 +12,8 @@ namespace {
 
 PyObject *hook(PyThreadState *tstate, compat::EvalFrame *frame, int throwflag);
 
-struct State {
-    // Owned (one reference) while enabled, NULL when disabled.
-    PyObject *callback = nullptr;
-    // The evaluator underneath: frames always run with it. Set whenever the
-    // hook is installed and never cleared, so a call that reaches the hook
-    // after disable (another evaluator's chain) still finds it.
-    compat::EvalFrameFunction previous = nullptr;
-    // What `previous` becomes when disable() hands the interpreter back to
-    // it: the evaluator the hook ran frames with before it was installed over
-    // `previous`. If `previous` is an evaluator that had been installed over
-    // the hook (and so calls it), frames then flow previous -> hook ->
-    // underneath, and again hook -> underneath once that evaluator puts the
-    // hook back as it leaves: never into an evaluator that has left.
-    compat::EvalFrameFunction underneath = nullptr;
-    bool enabled = false;
-    bool trace = false;  // enable's `trace`: leave tracing on in the callback
-    // A callback is in progress (on any thread). While set, every frame passes
-    // through. At most one at a time: a compile starts only while none is in
-    // progress, and the GIL serialises the hook.
-    bool compiling = false;
-    pthread_t compiling_thread{};  // valid while compiling
-    // enabled && !compiling.
-    bool active = false;
-    // active && previous is CPython's default evaluator: the one flag the
-    // hook tests per frame on its common path (update_active keeps it).
-    bool direct = false;
-    // Frames looked up that were not hits (frames = hits + misses).
-    uint64_t misses = 0;
-    // The C API table, the one third parties get through the capsule.
-    const coextra_CAPI *api = nullptr;
-    EvalFrameStats stats{};
-};
-
-State state;
+// This file's part of internals (internals.h).
+constexpr EvalFrameState &state = internals.evalframe;
 
 // The frame this thread's hook is handing to a non-default `previous`. Such
 // an evaluator may call the hook again with the same frame (it was installed
@@ -73,7 +42,7 @@ PyObject *run_previous(compat::EvalFrameFunction previous, PyThreadState *tstate
 // Calls the callback for `code` and stores a non-None result. Returns 0, or -1
 // with the callback's (or the store's) exception set.
 int compile(PyThreadState *tstate, PyObject *code) {
-    const coextra_CAPI *api = state.api;
+    const coextra_CAPI *api = coextra_api;
     if (api->closed()) {
         return 0;  // interpreter teardown: never try to store
     }
@@ -137,7 +106,7 @@ int compile(PyThreadState *tstate, PyObject *code) {
     }
     PyObject *code = compat::frame_code(frame);
     PyObject *holder = coextra_holder_of(code);
-    if (holder != nullptr && state.api->front(holder) != nullptr) {
+    if (holder != nullptr && coextra_api->front(holder) != nullptr) {
         state.stats.hits++;
         return run_previous(previous, tstate, frame, throwflag);
     }
@@ -158,7 +127,7 @@ PyObject *hook(PyThreadState *tstate, compat::EvalFrame *frame, int throwflag) {
         // entry applies (no guard), so the front one answers; it counts the
         // hit and needs no reference, since nothing runs before the frame does.
         PyObject *holder = coextra_holder_of(compat::frame_code(frame));
-        if (holder != nullptr && state.api->front(holder) != nullptr) {
+        if (holder != nullptr && coextra_api->front(holder) != nullptr) {
             state.stats.hits++;
             return compat::default_eval_frame()(tstate, frame, throwflag);
         }
@@ -174,8 +143,9 @@ int evalframe_enable(PyObject *callback, bool trace) {
                      Py_TYPE(callback)->tp_name);
         return -1;
     }
-    state.api = capi_table();
-    coextra_api = state.api;  // this file's copy of the header's table pointer (coextra_holder_of)
+    // This file's copy of the header's table pointer, which coextra_holder_of
+    // reads: the backend goes through the C API as a third party does.
+    coextra_api = capi_table();
     compat::EvalFrameFunction current = compat::get_eval_frame();
     if (current != hook) {
         state.underneath = state.previous ? state.previous : compat::default_eval_frame();

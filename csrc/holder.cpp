@@ -3,7 +3,7 @@
 
 #include "fastcall_args.h"
 
-#include "live_counts.h"
+#include "internals.h"
 
 #include <cstring>
 #include <limits>
@@ -85,7 +85,7 @@ Holder *holder_new() {
     h->capacity = 0;
     h->max_entries = 0;
     h->registry_slot = 0;
-    live_counts.holders++;
+    internals.live.holders++;
     PyObject_GC_Track(h);
     return h;
 }
@@ -234,7 +234,7 @@ static void holder_dealloc(PyObject *op) {
     PyObject_GC_UnTrack(op);
     Py_TRASHCAN_BEGIN(op, holder_dealloc)
     holder_clear(h);
-    live_counts.holders--;
+    internals.live.holders--;
     PyObject_GC_Del(op);
     Py_TRASHCAN_END
 }

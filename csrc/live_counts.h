@@ -9,11 +9,10 @@
 
 namespace coextra::detail {
 
+// Part of internals (internals.h).
 struct LiveCounts {
     int64_t holders = 0;
     int64_t entries = 0;
 };
-
-inline LiveCounts live_counts;
 
 }  // namespace coextra::detail

@@ -1,35 +1,26 @@
 // registry.cpp -- the Registry type, attachment and the single detach operation.
 #include "registry.h"
 
+#include "internals.h"
+
 #include <new>
 
 namespace coextra::detail {
 
-// The registry of this interpreter. Borrowed: set by registry_init, cleared by
-// the registry's own dealloc, so it is valid whenever it is non-NULL.
-static Registry *the_registry = nullptr;
+// This file's part of internals (internals.h).
+static constexpr RegistryState &state = internals.registry;
 
-// The interpreter the registry belongs to. CPython may hand a subinterpreter a
-// copy of this module's functions without running its init (3.13 does, for an
-// extension already loaded in the main interpreter), so every entry point
-// checks it: co_extra indices are per interpreter.
-static PyInterpreterState *home_interpreter = nullptr;
-
-static bool in_home_interpreter() { return PyInterpreterState_Get() == home_interpreter; }
-
-// co_extra indices are never released by CPython; request ours once per process
-// (coextra runs in the main interpreter only) even if the registry is recreated.
-static Py_ssize_t extra_index = -1;
+static bool in_home_interpreter() { return PyInterpreterState_Get() == state.home_interpreter; }
 
 Registry *registry_get() {
-    if (the_registry == nullptr) {
+    if (state.registry == nullptr) {
         PyErr_SetString(PyExc_RuntimeError, "coextra: the registry has been destroyed");
     } else if (!in_home_interpreter()) {
         PyErr_SetString(PyExc_RuntimeError,
                         "coextra supports the main interpreter only, not subinterpreters");
         return nullptr;
     }
-    return the_registry;
+    return state.registry;
 }
 
 static void place(Registry *r, Holder *h, size_t slot) {
@@ -72,7 +63,7 @@ static void detach(Registry *r, Holder *h, bool clear_slot) {
         // CPython calls our free function with the old value; it sees a
         // detached holder and returns. Writing NULL to an existing slot of a
         // valid index cannot fail.
-        compat::code_set_extra(code, r->extra_index, nullptr);
+        compat::code_set_extra(code, state.extra_index, nullptr);
     }
     remove_slot(r, h->registry_slot);
     r->detached_total++;
@@ -88,17 +79,17 @@ static void free_extra(void *value) {
     }
     // Attached implies the registry is alive (it owns h). The code object is
     // being freed: its slots are going away, so leave them alone.
-    detach(the_registry, h, /*clear_slot=*/false);
+    detach(state.registry, h, /*clear_slot=*/false);
 }
 
 freefunc registry_free_function() { return free_extra; }
 
 Holder *registry_holder_of(PyObject *code) {
-    if (the_registry == nullptr || !in_home_interpreter()) {
+    if (state.registry == nullptr || !in_home_interpreter()) {
         return nullptr;
     }
     void *value = nullptr;
-    if (compat::code_get_extra(code, extra_index, &value) < 0) {
+    if (compat::code_get_extra(code, state.extra_index, &value) < 0) {
         PyErr_Clear();  // only fails for a non-code object; callers pass code
         return nullptr;
     }
@@ -137,7 +128,7 @@ Holder *registry_ensure(PyObject *code) {
     }
     h->registry_slot = static_cast<uint32_t>(r->holders.size() - 1);
     h->code = code;
-    if (compat::code_set_extra(code, r->extra_index, h) < 0) {
+    if (compat::code_set_extra(code, state.extra_index, h) < 0) {
         h->code = nullptr;
         r->holders.pop_back();
         Py_DECREF(h);
@@ -151,7 +142,7 @@ int registry_detach(Holder *h) {
     if (!holder_attached(h)) {
         return 0;
     }
-    detach(the_registry, h, /*clear_slot=*/true);
+    detach(state.registry, h, /*clear_slot=*/true);
     return 1;
 }
 
@@ -187,11 +178,11 @@ static void detach_all(Registry *r) {
 }
 
 void registry_teardown() {
-    if (the_registry == nullptr) {
+    if (state.registry == nullptr) {
         return;
     }
-    the_registry->closed = true;  // no attachment can start after this point
-    detach_all(the_registry);
+    state.registry->closed = true;  // no attachment can start after this point
+    detach_all(state.registry);
 }
 
 PyObject *registry_holders() {
@@ -213,8 +204,8 @@ PyObject *registry_holders() {
 // ---------------------------------------------------------------------------
 // GC contract of Registry.
 //   Owns:     one strong reference to every attached holder (holders).
-//   Owned by: the coextra._coextra module (attribute _registry); the_registry
-//             above is a borrowed alias cleared in dealloc.
+//   Owned by: the coextra._coextra module (attribute _registry); state.registry
+//             (internals.h) is a borrowed alias cleared in dealloc.
 //   Traverse: visits every attached holder, so gc.get_referrers(holder) shows
 //             a real owner and the GC sees the path module -> holder -> entry.
 //   Clear:    detaches every holder. The GC only calls it when the registry
@@ -239,8 +230,8 @@ static void registry_dealloc(PyObject *op) {
     Registry *r = reinterpret_cast<Registry *>(op);
     PyObject_GC_UnTrack(op);
     registry_clear(op);
-    if (the_registry == r) {
-        the_registry = nullptr;
+    if (state.registry == r) {
+        state.registry = nullptr;
     }
     r->holders.~vector();
     PyObject_GC_Del(op);
@@ -263,21 +254,21 @@ static int registry_type_ready() {
 }
 
 PyObject *registry_init() {
-    if (the_registry != nullptr) {
-        return Py_NewRef(reinterpret_cast<PyObject *>(the_registry));
+    if (state.registry != nullptr) {
+        return Py_NewRef(reinterpret_cast<PyObject *>(state.registry));
     }
     if (PyInterpreterState_Get() != PyInterpreterState_Main()) {
         PyErr_SetString(PyExc_ImportError,
                         "coextra supports the main interpreter only, not subinterpreters");
         return nullptr;
     }
-    home_interpreter = PyInterpreterState_Get();
+    state.home_interpreter = PyInterpreterState_Get();
     if (entry_type_ready() < 0 || holder_type_ready() < 0 || registry_type_ready() < 0) {
         return nullptr;
     }
-    if (extra_index < 0) {
-        extra_index = compat::request_code_extra_index(free_extra);
-        if (extra_index < 0) {
+    if (state.extra_index < 0) {
+        state.extra_index = compat::request_code_extra_index(free_extra);
+        if (state.extra_index < 0) {
             PyErr_SetString(PyExc_ImportError, "coextra: no co_extra index left in this interpreter");
             return nullptr;
         }
@@ -286,14 +277,13 @@ PyObject *registry_init() {
     if (r == nullptr) {
         return nullptr;
     }
-    r->extra_index = extra_index;
     new (&r->holders) std::vector<Holder *>();
     r->old_end = r->middle_end = 0;
     r->closed = false;
     r->attached_total = 0;
     r->detached_total = 0;
     PyObject_GC_Track(r);
-    the_registry = r;
+    state.registry = r;
     return reinterpret_cast<PyObject *>(r);
 }
 

@@ -37,7 +37,6 @@ namespace coextra::detail {
 // a sound pass.
 struct Registry {
     PyObject_HEAD
-    Py_ssize_t extra_index;        // this interpreter's co_extra index for coextra
     std::vector<Holder *> holders; // owned references; holders[h->registry_slot] == h
     size_t old_end;                // see "Generations"
     size_t middle_end;
@@ -48,8 +47,24 @@ struct Registry {
 
 extern PyTypeObject RegistryType;
 
+// The registry's part of internals (internals.h).
+struct RegistryState {
+    // Borrowed: set by registry_init, cleared by the registry's own dealloc,
+    // so it is valid whenever it is non-NULL.
+    Registry *registry = nullptr;
+    // The interpreter the registry belongs to. CPython may hand a
+    // subinterpreter a copy of this module's functions without running its
+    // init (3.13 does, for an extension already loaded in the main
+    // interpreter), so every entry point checks it: co_extra indices are per
+    // interpreter.
+    PyInterpreterState *home_interpreter = nullptr;
+    // coextra's co_extra index. CPython never releases one, so it is requested
+    // once per process, even if the registry is recreated, and never changes.
+    Py_ssize_t extra_index = -1;
+};
+
 // Readies the types, requests the co_extra index and creates the registry
-// (lifecycle_start calls it). Returns a new reference to the registry, or
+// (internals_start calls it). Returns a new reference to the registry, or
 // NULL with an exception (ImportError outside the main interpreter).
 PyObject *registry_init();
 
@@ -80,8 +95,8 @@ void registry_all_old(Registry *r);
 // Returns -1 with an exception when memory for the snapshot is exhausted.
 Py_ssize_t registry_reset();
 
-// Interpreter teardown (lifecycle_shutdown): refuses new attachments, then detaches everything,
-// including holders on deep-frozen stdlib code whose free function CPython
+// Interpreter teardown (internals_shutdown): refuses new attachments, then
+// detaches everything, including holders on deep-frozen stdlib code whose free function CPython
 // never calls (3.11, 3.12). Idempotent.
 void registry_teardown();
 

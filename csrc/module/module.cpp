@@ -10,8 +10,7 @@
 #include "../fastcall_args.h"
 #include "../evalframe.h"
 #include "../holder.h"
-#include "../lifecycle.h"
-#include "../live_counts.h"
+#include "../internals.h"
 #include "../registry.h"
 #include "../target.h"
 #include "checked.h"
@@ -96,8 +95,8 @@ py::dict stats() {
     out["entries"] = entries;
     out["attached_total"] = r->attached_total;
     out["detached_total"] = r->detached_total;
-    out["holders_alive"] = live_counts.holders;
-    out["entries_alive"] = live_counts.entries;
+    out["holders_alive"] = internals.live.holders;
+    out["entries_alive"] = internals.live.entries;
     add_collector_stats(out);
     return out;
 }
@@ -108,7 +107,7 @@ py::dict stats() {
 // the real entry point.
 PYBIND11_MODULE(_coextra_pybind11, m) {
     m.doc() = "coextra: GC-safe per-code-object caches for frame-evaluation backends.";
-    m.attr("_registry") = steal_checked<py::object>(lifecycle_start());
+    m.attr("_registry") = steal_checked<py::object>(internals_start());
     m.attr("Holder") = py::handle(reinterpret_cast<PyObject *>(&HolderType));
     m.attr("Entry") = py::handle(reinterpret_cast<PyObject *>(&EntryType));
     checked(PyModule_AddFunctions(m.ptr(), raw_functions));

@@ -12,7 +12,7 @@
 #include "collector.h"
 #include "heap_graph.h"
 #include "holder.h"
-#include "live_counts.h"
+#include "internals.h"
 #include "registry.h"
 
 namespace py = pybind11;
@@ -37,16 +37,16 @@ protected:
     void SetUp() override {
         ASSERT_GE(registry_reset(), 0);
         gc_collect();
-        holders_before = live_counts.holders;
-        entries_before = live_counts.entries;
+        holders_before = internals.live.holders;
+        entries_before = internals.live.entries;
         budget_before = collector_budget();
     }
     void TearDown() override {
         ASSERT_EQ(collector_set_budget(budget_before), 0);
         registry_reset();
         gc_collect();
-        EXPECT_EQ(live_counts.holders, holders_before);
-        EXPECT_EQ(live_counts.entries, entries_before);
+        EXPECT_EQ(internals.live.holders, holders_before);
+        EXPECT_EQ(internals.live.entries, entries_before);
         EXPECT_FALSE(PyErr_Occurred());
     }
     int64_t holders_before = 0, entries_before = 0;

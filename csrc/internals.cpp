@@ -1,14 +1,11 @@
-// lifecycle.cpp -- the start-up and the shutdown of lifecycle.h.
-#include "lifecycle.h"
-
-#include "auto_collect.h"
-#include "collector.h"
-#include "evalframe.h"
-#include "registry.h"
+// internals.cpp -- the one Internals object, its start-up and its shutdown.
+#include "internals.h"
 
 #include <pthread.h>
 
 namespace coextra::detail {
+
+Internals internals;
 
 namespace {
 
@@ -23,7 +20,7 @@ void after_fork_child() {
 }
 
 PyObject *shutdown_at_exit(PyObject *, PyObject *) {
-    lifecycle_shutdown();
+    internals_shutdown();
     Py_RETURN_NONE;
 }
 
@@ -44,11 +41,9 @@ int register_shutdown_at_exit() {
     return result ? 0 : -1;
 }
 
-bool registered = false;  // the fork handler and the atexit callback
-
 }  // namespace
 
-PyObject *lifecycle_start() {
+PyObject *internals_start() {
     PyObject *registry = registry_init();
     if (registry == nullptr) {
         return nullptr;
@@ -57,7 +52,7 @@ PyObject *lifecycle_start() {
         Py_DECREF(registry);
         return nullptr;
     }
-    if (!registered) {
+    if (!internals.process_hooks) {
         if (pthread_atfork(nullptr, nullptr, after_fork_child) != 0) {
             PyErr_SetString(PyExc_ImportError, "coextra: pthread_atfork failed (out of memory)");
             Py_DECREF(registry);
@@ -67,14 +62,15 @@ PyObject *lifecycle_start() {
             Py_DECREF(registry);
             return nullptr;
         }
-        registered = true;
+        internals.process_hooks = true;
     }
     return registry;
 }
 
-void lifecycle_shutdown() {
+void internals_shutdown() {
     evalframe_disable();
     registry_teardown();
+    collector_release_scratch();
 }
 
 }  // namespace coextra::detail

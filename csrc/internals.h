@@ -1,0 +1,63 @@
+// internals.h -- coextra's process-wide state, in one struct, with the one
+// start-up and the one shutdown that order it.
+//
+// coextra runs in the main interpreter only (registry.h), so its state is per
+// process: the one Internals object below. Each member is the state of one
+// concept, declared in that concept's header and written by its .cpp file only;
+// nothing else in the core lives beyond a call, except one thread-local flag
+// of the evalframe hook (evalframe.cpp) and the types' static PyTypeObjects.
+// Everything is touched with the GIL held.
+//
+// Start-up (internals_start, from the module's init): the registry (which
+// requests the co_extra index), automatic collection in gc.callbacks, a fork
+// handler, and one atexit callback. The C API table is made (const) when the
+// module first asks for the capsule, right after, and never changes.
+//
+// Shutdown (that atexit callback: atexit runs first in Py_FinalizeEx, while
+// every object still works), in this order:
+//   1. the evalframe backend off, handing frames back to the evaluator
+//      underneath and releasing the backend's callback while it can still run;
+//   2. the registry closed (no attachment after this point) and every holder
+//      detached, including those of deep-frozen code, which CPython never frees
+//      (3.11, 3.12); automatic collection then finds nothing to do;
+//   3. the collector's scratch memory freed.
+// What remains (the registry object, the callback in gc.callbacks) goes with
+// the module during finalization; the co_extra index stays reserved (CPython
+// never releases one).
+//
+// fork(): the child forgets a collector pass or an evalframe compile that
+// another thread of the parent had in progress (collector.h, evalframe.h).
+#pragma once
+
+#include "auto_collect.h"
+#include "capi.h"
+#include "collector.h"
+#include "compat.h"
+#include "evalframe.h"
+#include "live_counts.h"
+#include "registry.h"
+
+namespace coextra::detail {
+
+struct Internals {
+    RegistryState registry;            // registry.cpp
+    const coextra_CAPI *capi_table = nullptr;  // capi.cpp: const once made
+    CollectorState collector;          // collector.cpp
+    AutoCollectState auto_collect;     // auto_collect.cpp
+    EvalFrameState evalframe;          // evalframe.cpp
+    LiveCounts live;                   // holder.cpp, entry.cpp
+    bool process_hooks = false;        // internals.cpp: fork handler and atexit registered
+};
+
+// The one instance (static storage: it outlives the interpreter).
+extern Internals internals;
+
+// Returns a new reference to the registry, for the module to own, or NULL
+// with an exception. The fork handler and the atexit callback are registered
+// once per process, whatever the number of calls.
+PyObject *internals_start();
+
+// The shutdown above. Idempotent; safe before any start-up.
+void internals_shutdown();
+
+}  // namespace coextra::detail
