@@ -122,7 +122,7 @@ def conformance_small(session: nox.Session, version: str) -> None:
 def _planted_leaks(session: nox.Session, version: str, asan: bool) -> None:
     # In a minimal environment: with some large environments, clang 14's
     # LeakSanitizer tracer crashes ("Tracer caught signal 11") on the 3.12 naive
-    # twin in about half the pytest sessions; with a clean one, never.
+    # twin intermittently; with a clean one, not (docs/leak-checks.md).
     env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"),
            "LANG": os.environ.get("LANG", "C.UTF-8"), "PYTHONPATH": str(ROOT / "python"),
            "COEXTRA_LEAKCHECK_ASAN": "1" if asan else "0"}

@@ -8,7 +8,7 @@
 // Grouping convention shared by every benchmark binary that the bench session (noxfile.py)
 // runs: a benchmark's group is its name up to the first '/', and the group's
 // first benchmark (in registration order) is the reference the others are
-// reported as ratios of (bench/summarize.py).
+// reported as ratios of (scripts/bench_summary.py).
 #include <benchmark/benchmark.h>
 
 #include <cstdio>

@@ -39,7 +39,7 @@ struct CodeWithHolder {
 // A reference found by a traversal, not yet looked at: `child` is held by node
 // `source` (directly, or through objects merged into it).
 struct Pending {
-    PyObject *child;
+    PyObject *child;  // borrowed: analysis runs no code (heap_graph.h)
     uint32_t source;
 };
 
@@ -56,7 +56,7 @@ constexpr size_t kSeedChunk = 256;
 // pass asks two things of nearly every seed: which node is this code (when a
 // function's reference to it is found) and which is its holder (when it is
 // traversed). co_extra answers both, but through the code's co_extra line
-// and its extras array: two more lines per holder, cold at 100k holders.
+// and its extras array: two more lines per holder, cold once the heap outgrows the CPU caches.
 // This table (12 KiB, cache resident) answers them for the current chunk; a
 // code it does not have (an older chunk's, or no seed) is asked of co_extra.
 // Each entry carries the chunk it was added in and entries of other chunks
@@ -114,8 +114,8 @@ private:
 };
 
 // A pass's scratch memory. Every array is touched fresh by a full pass (their
-// memory goes back when it ends), and at 100k holders the page faults cost
-// about as much as the exploration: hence the compact edges and indexes.
+// memory goes back when it ends), and every fresh page faults: hence the
+// compact edges and indexes (docs/collector.md).
 struct Pass {
     HeapGraph graph{0};
     PodArray<CodeWithHolder> other_cached_codes;  // code nodes whose holder is not indexed
@@ -244,7 +244,7 @@ int queue_child(PyObject *child, void *arg) {
 }
 
 // How far ahead of its use a child (or its index slot) is prefetched. Looking
-// at a child takes only a few nanoseconds, so the prefetch must be issued many
+// at a child is cheap next to a miss to memory, so the prefetch must be issued many
 // children ahead to cover a miss to memory once the heap no longer fits the
 // caches; much farther, and a batch asks for more lines than the cache keeps
 // until they are used. The distance was chosen by bench/bench_collector.py

@@ -20,7 +20,7 @@ struct Search {
     PodArray<uint32_t> parent;     // parent[n]: the node that discovered n (kNone for the holder)
     PodArray<uint32_t> last_hops;  // nodes with an edge to the code, in discovery order
     uint32_t current = HeapGraph::kNone;
-    PyObject *target = nullptr;    // borrowed from the caller
+    PyObject *target = nullptr;    // borrowed: the caller's argument, alive for the search
 };
 
 int follow_edge(PyObject *child, void *arg) {

@@ -82,7 +82,6 @@ public:
         data_ = nullptr;
         size_ = capacity_ = 0;
     }
-    size_t capacity_bytes() const { return capacity_ * sizeof(T); }
     T &operator[](size_t i) { return data_[i]; }
     const T &operator[](size_t i) const { return data_[i]; }
     size_t size() const { return size_; }
@@ -127,11 +126,11 @@ struct GraphEdge {
 //     object reads its holder anyway), and the array is small and filled in
 //     registry order;
 //   - every other object by address, in an open-addressing hash table.
-// The address index then holds about half the nodes in half the memory, and
-// two of every three lookups of a typical pass (a seed, and a function's
-// reference to its code) skip it: the index's cold slots are the largest
-// cost of a pass once it outgrows the CPU caches (measured side by side in
-// bench/bench_collector.py; figures in docs/collector.md).
+// The address index then holds fewer nodes, and the commonest lookups of a
+// pass (a seed, and a function's reference to its code) skip it: the index's
+// cold slots are the largest cost of a pass once it outgrows the CPU caches
+// (measured side by side in bench/bench_collector.py; figures in
+// docs/collector.md).
 class HeapGraph {
 public:
     static constexpr uint32_t kNone = UINT32_MAX;

@@ -254,6 +254,7 @@ static PyObject *holder_py_add(PyObject *op, PyObject *const *args, Py_ssize_t n
 }
 
 // The arguments of a Python-level lookup, passed on to every guard unchanged.
+// Borrowed from the caller's vectorcall, which outlives the lookup.
 struct GuardCall {
     PyObject *const *args;
     size_t nargsf;

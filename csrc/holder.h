@@ -47,7 +47,6 @@ inline PyObject **holder_items(Holder *h) {
     return h->capacity > 1 ? h->items.many : &h->items.one;
 }
 
-inline bool holder_check(PyObject *op) { return Py_IS_TYPE(op, &HolderType); }
 inline bool holder_attached(const Holder *h) { return h->code != nullptr; }
 
 // A new, empty, detached holder (the registry attaches it), or NULL with an exception.

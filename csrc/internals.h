@@ -3,10 +3,12 @@
 //
 // coextra runs in the main interpreter only (registry.h), so its state is per
 // process: the one Internals object below. Each member is the state of one
-// concept, declared in that concept's header and written by its .cpp file only;
-// nothing else in the core lives beyond a call, except one thread-local flag
-// of the evalframe hook (evalframe.cpp) and the types' static PyTypeObjects.
-// Everything is touched with the GIL held.
+// concept, declared in that concept's header and written by its .cpp file only.
+// Nothing else in the core lives beyond a call, except: the types' static
+// PyTypeObjects; in evalframe.cpp, one thread-local flag of the hook and that
+// file's copy of the public header's table pointer (coextra_api), which the
+// header's inline functions read, as in any client of the C API. Everything
+// is touched with the GIL held.
 //
 // Start-up (internals_start, from the module's init): the registry (which
 // requests the co_extra index), automatic collection in gc.callbacks, a fork

@@ -6,9 +6,7 @@
 // lookup itself (see bench/bench_lookup.py).
 #include <pybind11/pybind11.h>
 
-#include "../collector.h"
 #include "../fastcall_args.h"
-#include "../evalframe.h"
 #include "../holder.h"
 #include "../internals.h"
 #include "../registry.h"

@@ -88,7 +88,7 @@ def _enable_reference():
                          "_testinternalcapi.set_eval_frame_record (CPython 3.11+): %s\n" % (_ENV, exc))
         sys.stderr.flush()
         os._exit(EXIT_NO_BACKEND)
-    # One reference per function frame (8 bytes; about 90 MB for test_pickle).
+    # One reference per function frame (8 bytes each; large for a long module).
     # Never trimmed: a Python gc callback would show up in profilers' output.
     names = []
     record(names)

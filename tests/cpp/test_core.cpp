@@ -308,7 +308,7 @@ TEST_F(Core, ProductDelCallingBackDuringEvictionClearAndDetach) {
 
 // A guard that clears the holder it is being looked up in.
 struct ClearingGuard {
-    Holder *holder;
+    Holder *holder;  // borrowed: the registry owns it for the whole test
     int calls = 0;
 };
 

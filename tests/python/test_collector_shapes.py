@@ -1,4 +1,5 @@
-"""The cycle collector on every shape of the issue: each dead shape is freed by
+"""The cycle collector on every cache shape that closes a cycle through
+co_extra: each dead shape is freed by
 ``gc.collect(); coextra.collect(); gc.collect()`` (and survives ``gc.collect()``
 alone, so it really is a cycle through the cache); its live variant keeps every
 holder and entry; the naive strong store (the control) leaks every dead shape.

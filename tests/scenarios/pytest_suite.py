@@ -1,6 +1,6 @@
 """The pytest suite (tests/python), as one scenario.
 
-Under a memory checker everything runs about 50 times slower, so this leaves out
+Under a memory checker everything runs much slower, so this leaves out
 what only repeats work done elsewhere: the 20,000-function automatic-collection
 test (test_collector_auto.py; the collector-thousands scenario covers mass
 detaching), the packaging and stress tests (they run child processes, which the

@@ -93,7 +93,7 @@ def valgrind_command(python: str, version: str, log: str) -> list[str]:
         # CPython 3.11's int.from_bytes() reads an uninitialised digit in a branchless
         # select (benign) and the taint follows the small-int pointer everywhere, so
         # uninitialised-value checks cannot be suppressed precisely; they are off.
-        # What the issue asks for, leaks and invalid reads/writes/frees, stays on.
+        # Leaks and invalid reads/writes/frees stay on.
         "--undef-value-errors=no",
         "--num-callers=40", f"--error-exitcode={CHECKER_EXIT_CODE}", f"--log-file={log}",
         *[f"--suppressions={s}" for s in valgrind_suppressions(version)],
@@ -168,9 +168,9 @@ def asan_verdict(rc: int, log_text: str) -> Outcome | None:
 
 # --- running ---------------------------------------------------------------------
 
-# LeakSanitizer's own tracer thread occasionally crashes ("Tracer caught signal 11")
-# now and then (clang 14 here: about 1 run in 30 of the meta-tests, in bursts); that
-# says nothing about the scenario, so it is run again, at most 4 more times.
+# LeakSanitizer's own tracer thread occasionally crashes ("Tracer caught signal 11",
+# clang 14; docs/leak-checks.md); that says nothing about the scenario, so it is
+# run again, at most 4 more times.
 LSAN_CRASHED = "LeakSanitizer has encountered a fatal error"
 
 

@@ -6,8 +6,8 @@
 //
 //     coextra::Holder h = coextra::Holder::ensure(code);
 //     if (!h) return nullptr;                       // exception set
-//     coextra::Ref entry = h.add(product);
-//     coextra::Ref hit;
+//     coextra::Entry entry = h.add(product);
+//     coextra::Entry hit;
 //     int found = h.lookup([&](PyObject *p) { return p == wanted ? 1 : 0; }, hit);
 #ifndef COEXTRA_COEXTRA_HPP
 #define COEXTRA_COEXTRA_HPP
