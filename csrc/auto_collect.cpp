@@ -79,19 +79,20 @@ Py_ssize_t run_sweep_slice(const Registry *r) {
 
 // Rule 3: young passes on every interval-th GC pass.
 Py_ssize_t run_young_pass_if_due() {
-    if (++state.young_pace.waited < state.young_pace.interval) {
+    AutoCollectState::YoungPace &pace = state.young_pace;
+    if (++pace.waited < pace.interval) {
         return 0;
     }
-    state.young_pace.waited = 0;
+    pace.waited = 0;
     Py_ssize_t young = collector_young_count();
     if (young == 0) {
         return 0;
     }
     Py_ssize_t seeds = young < kYoungMaxSeeds ? young : kYoungMaxSeeds;
     Py_ssize_t detached = collector_collect_young(seeds, kYoungNodesPerHolder * seeds + kYoungBaseNodes);
-    state.young_pace.interval = detached != 0                           ? 1
-                          : state.young_pace.interval < kYoungMaxInterval ? state.young_pace.interval * 2
-                                                                    : kYoungMaxInterval;
+    pace.interval = detached != 0                      ? 1
+                    : pace.interval < kYoungMaxInterval ? pace.interval * 2
+                                                        : kYoungMaxInterval;
     return detached;
 }
 
