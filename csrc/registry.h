@@ -96,8 +96,8 @@ void registry_all_old(Registry *r);
 Py_ssize_t registry_reset();
 
 // Interpreter teardown (internals_shutdown): refuses new attachments, then
-// detaches everything, including holders on deep-frozen stdlib code whose free function CPython
-// never calls (3.11, 3.12). Idempotent.
+// detaches everything, including holders on deep-frozen stdlib code whose
+// free function CPython never calls (3.11, 3.12). Idempotent.
 void registry_teardown();
 
 // A new list of every attached holder, or NULL with an exception.
