@@ -56,9 +56,10 @@ constexpr size_t kSeedChunk = 256;
 // pass asks two things of nearly every seed: which node is this code (when a
 // function's reference to it is found) and which is its holder (when it is
 // traversed). co_extra answers both, but through the code's co_extra line
-// and its extras array: two more lines per holder, cold once the heap outgrows the CPU caches.
-// This table (12 KiB, cache resident) answers them for the current chunk; a
-// code it does not have (an older chunk's, or no seed) is asked of co_extra.
+// and its extras array: two more lines per holder, cold once the heap
+// outgrows the CPU caches. This table (12 KiB, cache resident) answers them
+// for the current chunk; a code it does not have (an older chunk's, or no
+// seed) is asked of co_extra.
 // Each entry carries the chunk it was added in and entries of other chunks
 // count as empty, so a new chunk clears nothing.
 class ChunkSeeds {
@@ -244,9 +245,9 @@ int queue_child(PyObject *child, void *arg) {
 }
 
 // How far ahead of its use a child (or its index slot) is prefetched. Looking
-// at a child is cheap next to a miss to memory, so the prefetch must be issued many
-// children ahead to cover a miss to memory once the heap no longer fits the
-// caches; much farther, and a batch asks for more lines than the cache keeps
+// at a child is cheap next to a miss to memory, so the prefetch must be
+// issued many children ahead to cover such a miss once the heap no longer
+// fits the caches; much farther, and a batch asks for more lines than the cache keeps
 // until they are used. The distance was chosen by bench/bench_collector.py
 // (docs/collector.md).
 constexpr size_t kPrefetchDistance = 64;
