@@ -105,6 +105,24 @@ TEST_F(Collector, DetachesACodeReachableOnlyThroughItsOwnCache) {
     EXPECT_TRUE(code_ref().is_none()) << "the code object is freed";
 }
 
+// The scratch memory passes reuse is freed by the shutdown
+// (internals_shutdown) and made again by the next pass, if any.
+TEST_F(Collector, ScratchMemoryIsFreedOnReleaseAndMadeAgainByTheNextPass) {
+    EXPECT_EQ(collector_collect_all(), 0);
+    ASSERT_NE(internals.collector.scratch, nullptr) << "a pass makes it";
+    collector_release_scratch();
+    EXPECT_EQ(internals.collector.scratch, nullptr);
+    py::object f = make_function("f");
+    py::list product;
+    product.append(f);
+    cache(f, product);
+    f = py::object();
+    product = py::list();
+    gc_collect();
+    EXPECT_EQ(collector_collect_all(), 1) << "a pass after the release still works";
+    EXPECT_NE(internals.collector.scratch, nullptr);
+}
+
 // A generation pass ages the survivors once it has decided, before it
 // detaches: a holder attached by code its detaching runs (a product's
 // __del__) was never examined, and starts young.
