@@ -21,9 +21,21 @@ constexpr AutoCollectState &state = internals.auto_collect;
 constexpr AutoCollectStats &stats = internals.auto_collect.stats;
 constexpr Sweep &sweep = internals.auto_collect.sweep;
 
-// Rule 1: the generation pass.
-Py_ssize_t run_generation_pass() {
-    Py_ssize_t detached = collector_collect_generations();
+// Rule 1: the generation pass, with the ephemeron map entries when a map scan is due.
+bool map_scan_due() {
+    if (internals.ephemeron.entries == 0) {
+        return false;
+    }
+    const MapScans &scans = collector_map_scans();
+    if (scans.added_mark != internals.ephemeron.added_total || scans.quiet < 2) {
+        return true;
+    }
+    double since = std::chrono::duration<double>(Clock::now() - scans.ended).count();
+    return since >= kSweepPace * scans.seconds;
+}
+
+Py_ssize_t run_generation_pass(bool with_maps) {
+    Py_ssize_t detached = collector_collect_generations(with_maps);
     stats.generation_passes++;
     stats.last_generation_detached = detached > 0 ? static_cast<uint64_t>(detached) : 0;
     return detached;
@@ -123,14 +135,16 @@ PyObject *on_gc(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
         Py_RETURN_NONE;
     }
     if (r->closed || compat::interpreter_finalizing() || collector_running() ||
-        r->holders.empty()) {
+        (r->holders.empty() && internals.ephemeron.entries == 0)) {
         Py_RETURN_NONE;
     }
     // The rules of auto_collect.h, in their order.
     Py_ssize_t detached;
-    if (generation_of(args[1]) >= 2 && r->old_end < r->holders.size()) {
-        detached = run_generation_pass();
-    } else if (sweep_slice_due(r)) {
+    bool full_collection = generation_of(args[1]) >= 2;
+    bool maps_due = full_collection && map_scan_due();
+    if (full_collection && (r->old_end < r->holders.size() || maps_due)) {
+        detached = run_generation_pass(maps_due);
+    } else if (!r->holders.empty() && sweep_slice_due(r)) {
         detached = run_sweep_slice(r);
     } else {
         detached = run_young_pass_if_due();

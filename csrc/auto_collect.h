@@ -22,6 +22,14 @@
 //      the collection it runs in. It cannot be sliced over later GC passes
 //      without losing the bound.
 //
+//      Ephemeron map entries (ephemeron_map.h) have no generations: their
+//      keys join the generation pass (a generation pass runs for them alone
+//      when no holder is young or middle) whenever a map scan is due: an
+//      entry was added since the previous scan, fewer than two scans ran
+//      since the latest addition (as a holder is examined twice before it
+//      is old), or kSweepPace times the previous scan's duration has gone
+//      by (the entries whose key died old). A scan examines every entry.
+//
 //   2. Sweep slice. Every holder is swept in slices of consecutive holders,
 //      each sized from the previous slice's time per holder to take about
 //      kSliceSeconds, each followed by at least kSliceSpacing times its

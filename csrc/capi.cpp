@@ -5,6 +5,7 @@
 #include "internals.h"
 
 #include "collector.h"
+#include "ephemeron_map.h"
 
 #include "holder.h"
 #include "registry.h"
@@ -172,6 +173,40 @@ int api_closed() {
     return (r == nullptr || r->closed) ? 1 : 0;  // destroyed: as closed as it gets
 }
 
+// Revision 2: ephemeron maps. These check their arguments: a map is a
+// Python object a backend may get from anywhere.
+EphemeronMap *as_map(PyObject *map) {
+    if (map == nullptr || !Py_IS_TYPE(map, &EphemeronMapType)) {
+        PyErr_Format(PyExc_TypeError, "coextra: expected a coextra.EphemeronMap, not '%.200s'",
+                     map ? Py_TYPE(map)->tp_name : "NULL");
+        return nullptr;
+    }
+    return reinterpret_cast<EphemeronMap *>(map);
+}
+
+PyObject *api_map_new() { return reinterpret_cast<PyObject *>(ephemeron_new()); }
+
+int api_map_get(PyObject *map, PyObject *key, PyObject **value) {
+    *value = nullptr;
+    EphemeronMap *m = as_map(map);
+    return m ? ephemeron_get(m, key, value) : -1;
+}
+
+int api_map_set(PyObject *map, PyObject *key, PyObject *value) {
+    EphemeronMap *m = as_map(map);
+    return m ? ephemeron_set(m, key, value) : -1;
+}
+
+int api_map_delete(PyObject *map, PyObject *key) {
+    EphemeronMap *m = as_map(map);
+    return m ? ephemeron_delete(m, key) : -1;
+}
+
+Py_ssize_t api_map_size(PyObject *map) {
+    EphemeronMap *m = as_map(map);
+    return m ? static_cast<Py_ssize_t>(m->size) : -1;
+}
+
 }  // namespace
 
 const coextra_CAPI *capi_table() { return internals.capi_table; }
@@ -204,6 +239,11 @@ PyObject *capi_capsule() {
             api_holder_code,
             api_closed,
             collector_collect_all,
+            api_map_new,
+            api_map_get,
+            api_map_set,
+            api_map_delete,
+            api_map_size,
         };
         internals.capi_table = &table;
     }

@@ -1,6 +1,7 @@
 // collector.cpp -- one collector pass: explore, find roots, propagate, act.
 #include "collector.h"
 
+#include "ephemeron_map.h"
 #include "heap_graph.h"
 #include "holder.h"
 #include "internals.h"
@@ -29,11 +30,21 @@ enum class PassKind {
     kSlice,        // a range of holders (a young pass, a slice of a sweep); no ageing
 };
 
+// Whether a pass also seeds the keys of every ephemeron map entry.
+enum class MapSeeds { kNo, kYes };
+
 // A code node with a holder outside the graph's holder index (a young pass
 // reaching an older holder's code).
 struct CodeWithHolder {
     uint32_t node;
     Holder *holder;  // borrowed: attached, owned by the registry (nothing runs during analysis)
+};
+
+// A virtual edge key -> entry: `entry` is live exactly when node `source` is
+// (the key's node, or the node the key was explored as part of).
+struct EphemeronEdge {
+    uint32_t source;
+    EphemeronEntry *entry;  // borrowed: in its map's table (nothing runs during analysis)
 };
 
 // A reference found by a traversal, not yet looked at: `child` is held by node
@@ -120,6 +131,7 @@ private:
 struct Pass {
     HeapGraph graph{0};
     PodArray<CodeWithHolder> other_cached_codes;  // code nodes whose holder is not indexed
+    PodArray<EphemeronEdge> ephemeron_edges;      // every key -> entry edge followed
     PodArray<Pending> pending;   // references queued by the traversal callback
     PodArray<Pending> merged;    // single-reference objects to explore as part of `source`
     PodArray<uint32_t> stack;    // liveness propagation
@@ -129,6 +141,7 @@ struct Pass {
     void reset(size_t limit) {
         graph.reset(limit);
         other_cached_codes.clear();
+        ephemeron_edges.clear();
         pending.clear();
         merged.clear();
         stack.clear();
@@ -137,6 +150,7 @@ struct Pass {
     void release_memory() {
         graph.release_memory();
         other_cached_codes.release();
+        ephemeron_edges.release();
         pending.release();
         merged.release();
         stack.release();
@@ -244,6 +258,16 @@ int queue_child(PyObject *child, void *arg) {
     return 0;
 }
 
+// The visitor of key -> entry edges: remembers the edge, then queues it.
+int queue_entry(PyObject *entry, void *arg) {
+    Pass &pass = *static_cast<Pass *>(arg);
+    if (!pass.ephemeron_edges.push(EphemeronEdge{pass.current, reinterpret_cast<EphemeronEntry *>(entry)})) {
+        pass.graph.out_of_memory = true;
+        return -1;
+    }
+    return queue_child(entry, arg);
+}
+
 // How far ahead of its use a child (or its index slot) is prefetched. Looking
 // at a child is cheap next to a miss to memory, so the prefetch must be
 // issued many children ahead to cover such a miss once the heap no longer
@@ -258,8 +282,10 @@ constexpr size_t kPrefetchDistance = 64;
 // it: it is live exactly when that node is, so it needs no node of its own. It
 // is explored as part of the node (its references become the node's edges),
 // which spares the index lookups that dominate a pass: entries, most products
-// and their private lists, tuples and dicts are such objects. Code objects are
-// always nodes (they are what a pass decides about).
+// and their private lists, tuples and dicts are such objects. Code objects
+// and ephemeron keys are always nodes: they are what a pass decides about,
+// and a pass may have made one a node already (a seed), which a second
+// exploration as part of another node would count twice.
 void process_pending(Pass &pass) {
     ModuleDicts &module_dicts = state.scratch->module_dicts;
     HeapGraph &g = pass.graph;
@@ -277,7 +303,7 @@ void process_pending(Pass &pass) {
         if (!is_node_candidate(p.child)) {
             continue;
         }
-        if (Py_REFCNT(p.child) == 1 && !PyCode_Check(p.child)) {
+        if (Py_REFCNT(p.child) == 1 && !PyCode_Check(p.child) && !may_be_ephemeron_key(p.child)) {
             // Past the budget it stays unexplored, so what it references is live.
             if (g.charge_merged() && !pass.merged.push(p)) {
                 g.out_of_memory = true;
@@ -315,7 +341,7 @@ void process_pending(Pass &pass) {
     pending.clear();
     for (size_t i = 0; i < pass.merged.size() && !g.out_of_memory; i++) {
         pass.current = pass.merged[i].source;
-        visit_referents(pass.merged[i].child, queue_child, &pass);
+        visit_referents(pass.merged[i].child, queue_child, &pass, queue_entry);
     }
     pass.merged.clear();
 }
@@ -347,6 +373,43 @@ bool add_seeds(Pass &pass, const std::vector<Holder *> &holders, size_t *next_se
     return true;
 }
 
+// Adds the keys of up to kSeedChunk ephemeron entries from *cursor on (map
+// index, table slot) and advances it; sets it past the last map once every
+// key is added or the budget is spent. False when out of memory.
+struct MapCursor {
+    size_t map = 0;
+    size_t slot = 0;
+};
+
+bool add_map_seeds(Pass &pass, MapCursor *cursor) {
+    HeapGraph &g = pass.graph;
+    const std::vector<EphemeronMap *> &maps = internals.ephemeron.maps;
+    size_t added = 0;
+    for (; cursor->map < maps.size() && added < kSeedChunk; cursor->map++, cursor->slot = 0) {
+        const EphemeronMap *m = maps[cursor->map];
+        for (; m->slots != nullptr && cursor->slot <= m->mask && added < kSeedChunk; cursor->slot++) {
+            const EphemeronEntry *e = m->slots[cursor->slot];
+            PyObject *key = e != nullptr ? ephemeron_entry_key(e) : nullptr;
+            if (key == nullptr || !is_node_candidate(key)) {
+                continue;  // a key that is never a node is live: so is its entry
+            }
+            bool fresh = false;
+            if (g.intern(key, &fresh) == HeapGraph::kNone) {
+                if (g.out_of_memory) {
+                    return false;
+                }
+                cursor->map = maps.size();  // budget spent: the rest stay unexplored
+                return true;
+            }
+            added++;
+        }
+        if (added == kSeedChunk) {
+            return true;  // this map may have more: resume at cursor->slot
+        }
+    }
+    return true;
+}
+
 // A node's object is prefetched this many nodes before it is traversed: the
 // lines a traversal reads first (a function's fields span three; a seed's code
 // object has not been read at all yet).
@@ -365,10 +428,13 @@ Holder *traverse_node(Pass &pass, const GraphNode &node) {
     if (node.flags & NODE_BY_HOLDER) {
         if (const ChunkSeeds::Seed *seed = pass.seeds.find(node.op)) {
             visit_code_referents(node.op, seed->holder, queue_child, &pass);
+            if (ephemeron_entries_exist()) {
+                ephemeron_visit_entries(node.op, queue_entry, &pass);
+            }
             return seed->holder;
         }
     }
-    return visit_referents(node.op, queue_child, &pass);
+    return visit_referents(node.op, queue_child, &pass, queue_entry);
 }
 
 // Readies a node of the holder index for its traversal (see GraphNode's
@@ -381,15 +447,20 @@ bool ready_holder_node(GraphNode &node) {
     return true;
 }
 
-// Explores from the codes of holders[first, end): nodes are traversed in
-// order, their references queued, and the queue processed in batches (which
-// adds the nodes traversed next); a new chunk of seeds once all is explored.
+// Explores from the codes of holders[first, end), then (with MapSeeds::kYes)
+// from the keys of every ephemeron entry: nodes are traversed in order, their
+// references queued, and the queue processed in batches (which adds the nodes
+// traversed next); a new chunk of seeds once all is explored.
 constexpr size_t kBatch = 512;
 
-bool explore(Pass &pass, const std::vector<Holder *> &holders, size_t first, size_t end) {
+bool explore(Pass &pass, const std::vector<Holder *> &holders, size_t first, size_t end, MapSeeds maps) {
     HeapGraph &g = pass.graph;
     size_t next = 0;
     size_t next_seed = first;
+    MapCursor map_cursor;
+    if (maps == MapSeeds::kNo) {
+        map_cursor.map = internals.ephemeron.maps.size();
+    }
     for (;;) {
         while (next < g.nodes.size() && pass.pending.size() < kBatch && !g.out_of_memory) {
             if (next + kNodePrefetch < g.nodes.size()) {
@@ -414,11 +485,16 @@ bool explore(Pass &pass, const std::vector<Holder *> &holders, size_t first, siz
         if (!pass.pending.empty()) {
             process_pending(pass);
         } else if (next >= g.nodes.size()) {
-            if (next_seed >= end) {
+            if (next_seed < end) {
+                if (!add_seeds(pass, holders, &next_seed, end)) {
+                    return false;
+                }
+            } else if (map_cursor.map < internals.ephemeron.maps.size()) {
+                if (!add_map_seeds(pass, &map_cursor)) {
+                    return false;
+                }
+            } else {
                 break;
-            }
-            if (!add_seeds(pass, holders, &next_seed, end)) {
-                return false;
             }
         }
     }
@@ -463,14 +539,21 @@ bool propagate_liveness(HeapGraph &g, PodArray<uint32_t> &stack) {
     return true;
 }
 
-// Detaches the holders of unreachable codes. First every one of them is
-// detached while we hold a strong reference to it, so no detach can free
-// anything and no Python code runs until all decisions are carried out; then
-// our references are dropped, which frees entries and products and may run
-// arbitrary code (which may attach, detach or collect: all of that is safe).
+// Detaches the holders of unreachable codes and removes the ephemeron entries
+// of unreachable keys. First every one of them is detached while we hold a
+// strong reference to it, so no detach can free anything and no Python code
+// runs until all decisions are carried out; then our references are dropped,
+// which frees entries and products and may run arbitrary code (which may
+// attach, detach, change a map or collect: all of that is safe).
 Py_ssize_t detach_garbage(Pass &pass, const std::vector<Holder *> &holders) {
     const HeapGraph &g = pass.graph;
     PodArray<Holder *> garbage;
+    // An entry, and once it is removed the value it held: both are dropped last.
+    struct RemovedEntry {
+        EphemeronEntry *entry;
+        PyObject *value;
+    };
+    PodArray<RemovedEntry> garbage_entries;
     bool ok = true;
     // Every code node in the holder index has a holder; an unexpanded node is
     // a root, so not being live is the whole test.
@@ -485,6 +568,12 @@ Py_ssize_t detach_garbage(Pass &pass, const std::vector<Holder *> &holders) {
             ok = garbage.push(c.holder);
         }
     }
+    for (size_t i = 0; ok && i < pass.ephemeron_edges.size(); i++) {
+        const EphemeronEdge &edge = pass.ephemeron_edges[i];
+        if (!(g.nodes[edge.source].flags & NODE_LIVE)) {
+            ok = garbage_entries.push(RemovedEntry{edge.entry, nullptr});
+        }
+    }
     if (!ok) {
         PyErr_NoMemory();
         return -1;
@@ -492,19 +581,31 @@ Py_ssize_t detach_garbage(Pass &pass, const std::vector<Holder *> &holders) {
     for (size_t i = 0; i < garbage.size(); i++) {
         Py_INCREF(garbage[i]);
     }
+    for (size_t i = 0; i < garbage_entries.size(); i++) {
+        Py_INCREF(garbage_entries[i].entry);
+    }
     Py_ssize_t detached = 0;
     for (size_t i = 0; i < garbage.size(); i++) {
         detached += registry_detach(garbage[i]);
     }
+    for (size_t i = 0; i < garbage_entries.size(); i++) {
+        garbage_entries[i].value = ephemeron_detach(garbage_entries[i].entry);
+        detached += garbage_entries[i].value != nullptr;
+    }
     for (size_t i = 0; i < garbage.size(); i++) {
         Py_DECREF(garbage[i]);
+    }
+    for (size_t i = 0; i < garbage_entries.size(); i++) {
+        Py_DECREF(garbage_entries[i].entry);
+        Py_XDECREF(garbage_entries[i].value);
     }
     return detached;
 }
 
-// One pass seeded with the codes of registry->holders[first, end), then the
-// generations aged as `kind` says. -1 with an exception.
-Py_ssize_t run_pass(PassKind kind, size_t first, size_t end, size_t node_budget) {
+// One pass seeded with the codes of registry->holders[first, end) (and with
+// every ephemeron key, as `maps` says), then the generations aged as `kind`
+// says. -1 with an exception.
+Py_ssize_t run_pass(PassKind kind, MapSeeds maps, size_t first, size_t end, size_t node_budget) {
     if (state.running) {
         return 0;
     }
@@ -532,11 +633,14 @@ Py_ssize_t run_pass(PassKind kind, size_t first, size_t end, size_t node_budget)
     // (holder, entry and a private product are merged into the code's node,
     // which the holder index holds).
     size_t seeds = end - first;
+    if (maps == MapSeeds::kYes) {
+        seeds += internals.ephemeron.entries;
+    }
     state.scratch->module_dicts.refresh(/*force=*/large);
     bool ok = pass.graph.expect(seeds < node_budget ? seeds : node_budget, first, end);
     // Analysis: from here to detach_garbage nothing runs Python code, nothing
     // allocates a Python object, and no reference count changes.
-    ok = ok && explore(pass, r->holders, first, end) && propagate_liveness(pass.graph, pass.stack);
+    ok = ok && explore(pass, r->holders, first, end, maps) && propagate_liveness(pass.graph, pass.stack);
     Py_ssize_t detached = -1;
     if (ok) {
         // The survivors are known: age them now, so that holders attached by
@@ -575,6 +679,9 @@ Py_ssize_t run_pass(PassKind kind, size_t first, size_t end, size_t node_budget)
         state.stats.auto_detached += found;
         state.stats.auto_max_pause = std::max(state.stats.auto_max_pause, elapsed.count());
     }
+    if (maps == MapSeeds::kYes && ok) {
+        state.map_scans.record(elapsed.count());
+    }
     Registry *still = registry_get();
     if (still == nullptr) {
         PyErr_Clear();  // torn down by code run while detaching: nothing to remember
@@ -589,22 +696,34 @@ Py_ssize_t run_pass(PassKind kind, size_t first, size_t end, size_t node_budget)
 
 const CollectorStats &collector_stats() { return state.stats; }
 
-Py_ssize_t collector_collect_all() {
-    return run_pass(PassKind::kAll, 0, SIZE_MAX, static_cast<size_t>(state.budget));
+void MapScans::record(double duration) {
+    uint64_t added = internals.ephemeron.added_total;
+    quiet = added == added_mark ? quiet + 1 : 0;
+    added_mark = added;
+    seconds = duration;
+    ended = Clock::now();
+    scans++;
 }
 
-Py_ssize_t collector_collect_generations() {
+Py_ssize_t collector_collect_all() {
+    return run_pass(PassKind::kAll, MapSeeds::kYes, 0, SIZE_MAX, static_cast<size_t>(state.budget));
+}
+
+Py_ssize_t collector_collect_generations(bool with_maps) {
     Registry *r = registry_get();
     if (r == nullptr) {
         return -1;
     }
-    return run_pass(PassKind::kGenerations, r->old_end, SIZE_MAX, static_cast<size_t>(state.budget));
+    return run_pass(PassKind::kGenerations, with_maps ? MapSeeds::kYes : MapSeeds::kNo, r->old_end,
+                    SIZE_MAX, static_cast<size_t>(state.budget));
 }
 
 Py_ssize_t collector_collect_slice(size_t first, size_t end, Py_ssize_t node_budget) {
     Py_ssize_t budget = std::max<Py_ssize_t>(1, std::min(node_budget, state.budget));
-    return run_pass(PassKind::kSlice, first, end, static_cast<size_t>(budget));
+    return run_pass(PassKind::kSlice, MapSeeds::kNo, first, end, static_cast<size_t>(budget));
 }
+
+const MapScans &collector_map_scans() { return state.map_scans; }
 
 Py_ssize_t collector_young_count() {
     Registry *r = registry_get();

@@ -16,6 +16,7 @@
 
 #include "compat.h"
 
+#include <chrono>
 #include <cstdint>
 #include <pthread.h>
 
@@ -40,6 +41,19 @@ struct CollectorStats {
 
 const CollectorStats &collector_stats();
 
+// The passes seeded with every ephemeron key (map scans): collect() and the
+// generation passes that automatic collection asks for one (auto_collect.h).
+struct MapScans {
+    using Clock = std::chrono::steady_clock;
+    uint64_t scans = 0;
+    uint64_t added_mark = 0;   // EphemeronState::added_total when the latest one ended
+    int quiet = 0;             // latest scans in a row with no entry added before them
+    double seconds = 0.0;      // duration of the latest
+    Clock::time_point ended{};
+
+    void record(double duration);
+};
+
 // What passes reuse from one to the next (collector.cpp).
 struct CollectorScratch;
 
@@ -58,27 +72,32 @@ struct CollectorState {
     // sound answer.
     uint64_t attached_mark = 0;
     CollectorStats stats;
+    MapScans map_scans;
     // Owned; made by the first pass, freed by internals_shutdown (or by the
     // process's end, if a pass runs after it).
     CollectorScratch *scratch = nullptr;
 };
 
-// Runs the collector over every attached holder; the survivors become the
-// old generation (registry.h). Returns the number of
-// holders detached, or -1 with an exception (MemoryError; RuntimeError once
-// the registry is gone). Returns 0 when a collection is already running.
+// Runs the collector over every attached holder and every ephemeron map
+// entry; the surviving holders become the old generation (registry.h).
+// Returns the number of holders detached and entries removed, or -1 with an
+// exception (MemoryError; RuntimeError once the registry is gone). Returns 0
+// when a collection is already running.
 Py_ssize_t collector_collect_all();
 
 // The passes of automatic collection (auto_collect.h), each returning what
 // collector_collect_all returns:
-//   - over the middle and young generations (registry.h), which then age;
+//   - over the middle and young generations (registry.h), which then age,
+//     and with_maps: every ephemeron map entry too;
 //   - over registry->holders[first, end) (clamped), adding at most
 //     `node_budget` nodes; the generations stay as they are;
 //   - over the newest of the holders attached since the previous pass (at
 //     most max_seeds of them; the others wait for the generation pass), at
 //     most `node_budget` nodes.
 // Never more nodes than the global budget.
-Py_ssize_t collector_collect_generations();
+Py_ssize_t collector_collect_generations(bool with_maps);
+
+const MapScans &collector_map_scans();
 Py_ssize_t collector_collect_slice(size_t first, size_t end, Py_ssize_t node_budget);
 Py_ssize_t collector_collect_young(Py_ssize_t max_seeds, Py_ssize_t node_budget);
 

@@ -89,6 +89,29 @@ inline PyObject *code_consts(PyObject *code) {
     return reinterpret_cast<PyCodeObject *>(code)->co_consts;
 }
 
+// The head of op's list of weak references (borrowed), or NULL when it has
+// none. Ephemeron map entries are weak references, so this list is how the
+// collector finds a key's entries. 3.12+ keeps the list of a static builtin
+// type in the interpreter's state, out of reach; such types are immortal, so
+// the collector never asks for them, and NULL ("no entries") is sound anyway.
+inline PyWeakReference *weakrefs_of(PyObject *op) {
+    Py_ssize_t offset = Py_TYPE(op)->tp_weaklistoffset;
+    if (offset == 0) {
+        return nullptr;
+    }
+#if PY_VERSION_HEX >= 0x030C0000
+    if (PyType_Check(op) && !(reinterpret_cast<PyTypeObject *>(op)->tp_flags & Py_TPFLAGS_HEAPTYPE)) {
+        return nullptr;
+    }
+#endif
+    // 3.12+ heap types keep the list before the object (a negative offset).
+    return *reinterpret_cast<PyWeakReference **>(reinterpret_cast<char *>(op) + offset);
+}
+
+// Whether objects of `type` can be weakly referenced (PyType_SUPPORTS_WEAKREFS
+// is a function call from 3.11 on, and its sign test differs on 3.10).
+inline bool supports_weakrefs(PyTypeObject *type) { return type->tp_weaklistoffset != 0; }
+
 }  // namespace coextra::compat
 
 // --- frames

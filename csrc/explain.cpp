@@ -7,6 +7,7 @@
 // are built after it, when the graph is no longer needed.
 #include "explain.h"
 
+#include "ephemeron_map.h"
 #include "heap_graph.h"
 #include "registry.h"
 
@@ -82,15 +83,15 @@ void hold_paths(Search &s, int delta) {
 
 }  // namespace
 
-PyObject *explain_paths(PyObject *code, Py_ssize_t node_budget) {
-    Holder *h = registry_holder_of(code);
-    if (h == nullptr) {
-        return PyList_New(0);
-    }
+namespace {
+
+// The paths from `start` (a holder or an ephemeron entry, borrowed from its
+// owner, which nothing can change during the search) back to `target`.
+PyObject *paths_from(PyObject *start, PyObject *target, Py_ssize_t node_budget) {
     Search s(static_cast<size_t>(node_budget));
-    s.target = code;
+    s.target = target;
     bool added = false;
-    bool ok = s.graph.intern(reinterpret_cast<PyObject *>(h), &added) != HeapGraph::kNone &&
+    bool ok = s.graph.intern(start, &added) != HeapGraph::kNone &&
               s.parent.push(HeapGraph::kNone);
     for (size_t i = 0; ok && i < s.graph.nodes.size() && s.last_hops.size() < kMaxExplainPaths;
          i++) {
@@ -115,6 +116,24 @@ PyObject *explain_paths(PyObject *code, Py_ssize_t node_budget) {
     }
     hold_paths(s, -1);
     return paths;
+}
+
+}  // namespace
+
+PyObject *explain_paths(PyObject *code, Py_ssize_t node_budget) {
+    Holder *h = registry_holder_of(code);
+    if (h == nullptr) {
+        return PyList_New(0);
+    }
+    return paths_from(reinterpret_cast<PyObject *>(h), code, node_budget);
+}
+
+PyObject *explain_entry_paths(PyObject *key, EphemeronMap *map, Py_ssize_t node_budget) {
+    EphemeronEntry *entry = ephemeron_find_entry(map, key);
+    if (entry == nullptr) {
+        return PyList_New(0);
+    }
+    return paths_from(reinterpret_cast<PyObject *>(entry), key, node_budget);
 }
 
 }  // namespace coextra::detail

@@ -1,5 +1,6 @@
-// explain.h -- why a cached code object is still alive: the reference paths
-// from its holder back to the code, as the collector sees them.
+// explain.h -- why a cached code object, or the key of an ephemeron map
+// entry, is still alive: the reference paths from its holder (entry) back to
+// it, as the collector sees them.
 #pragma once
 
 #include "compat.h"
@@ -12,5 +13,10 @@ namespace coextra::detail {
 // exception on failure. `code` must be a code object.
 constexpr size_t kMaxExplainPaths = 16;
 PyObject *explain_paths(PyObject *code, Py_ssize_t node_budget);
+
+// The same for the entry of `key` in `map`: paths [entry, value, ..., key];
+// [] when key has no entry there.
+struct EphemeronMap;
+PyObject *explain_entry_paths(PyObject *key, EphemeronMap *map, Py_ssize_t node_budget);
 
 }  // namespace coextra::detail

@@ -11,7 +11,9 @@
 #pragma once
 
 #include "compat.h"
+#include "ephemeron_map.h"
 #include "holder.h"
+#include "internals.h"
 #include "registry.h"
 
 #include <cstdint>
@@ -364,6 +366,15 @@ private:
     size_t limit_;
 };
 
+// True while some ephemeron map holds an entry: only then do keys have
+// virtual edges to follow (one load per expanded object otherwise).
+inline bool ephemeron_entries_exist() { return internals.ephemeron.entries != 0; }
+
+// Whether op may be the key of an ephemeron entry: it has weak references.
+inline bool may_be_ephemeron_key(PyObject *op) {
+    return ephemeron_entries_exist() && compat::weakrefs_of(op) != nullptr;
+}
+
 // Whether op may become a node. Leaves that cannot hold references (str, int:
 // not GC objects) and objects the collector always treats as live are never
 // nodes, so they cost nothing: a reference they hold is simply unexplained on
@@ -372,15 +383,20 @@ private:
 //   - module objects and static types stay unexpanded (cheap, never garbage;
 //     the exact type check only: PyModule_Check's subtype walk is a
 //     measurable share of a pass, and an instance of a module subclass is
-//     merely explored);
+//     merely explored), except a module that may be an ephemeron key: a
+//     module made at run time can be garbage kept by its own entry;
 //   - immortal objects (3.12+) have meaningless reference counts;
-//   - the Registry is never expanded: its references to holders are already
-//     counted as the virtual edges code -> holder.
+//   - the Registry and ephemeron maps are never expanded: their references
+//     to holders and entries are already counted as the virtual edges
+//     code -> holder and key -> entry.
 inline bool is_node_candidate(PyObject *op) {
     if (PyCode_Check(op)) {
         return !compat::is_immortal(op);
     }
-    if (!compat::is_gc_object(op) || PyModule_CheckExact(op) || Py_IS_TYPE(op, &RegistryType)) {
+    if (!compat::is_gc_object(op) || Py_IS_TYPE(op, &RegistryType) || Py_IS_TYPE(op, &EphemeronMapType)) {
+        return false;
+    }
+    if (PyModule_CheckExact(op) && !may_be_ephemeron_key(op)) {
         return false;
     }
     return !compat::is_immortal(op);
@@ -396,16 +412,25 @@ inline void visit_code_referents(PyObject *code, Holder *h, visitproc visit, voi
 }
 
 // Visits every reference op holds that the collector knows of: tp_traverse for
-// GC objects, visit_code_referents for a code object. Returns the holder of a
-// code object, else NULL.
-inline Holder *visit_referents(PyObject *op, visitproc visit, void *arg) {
+// GC objects, visit_code_referents for a code object, and the virtual edges
+// to the ephemeron entries op is the key of (given to visit_entry). Returns
+// the holder of a code object, else NULL.
+inline Holder *visit_referents(PyObject *op, visitproc visit, void *arg, visitproc visit_entry) {
+    Holder *h = nullptr;
     if (PyCode_Check(op)) {
-        Holder *h = registry_holder_of(op);
+        h = registry_holder_of(op);
         visit_code_referents(op, h, visit, arg);
-        return h;
+    } else {
+        Py_TYPE(op)->tp_traverse(op, visit, arg);
     }
-    Py_TYPE(op)->tp_traverse(op, visit, arg);
-    return nullptr;
+    if (ephemeron_entries_exist()) {
+        ephemeron_visit_entries(op, visit_entry, arg);
+    }
+    return h;
+}
+
+inline Holder *visit_referents(PyObject *op, visitproc visit, void *arg) {
+    return visit_referents(op, visit, arg, visit);
 }
 
 }  // namespace coextra::detail

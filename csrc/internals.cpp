@@ -48,6 +48,10 @@ PyObject *internals_start() {
     if (registry == nullptr) {
         return nullptr;
     }
+    if (ephemeron_types_ready() < 0) {
+        Py_DECREF(registry);
+        return nullptr;
+    }
     if (auto_collect_set(true) < 0) {
         Py_DECREF(registry);
         return nullptr;

@@ -35,6 +35,7 @@
 #include "capi.h"
 #include "collector.h"
 #include "compat.h"
+#include "ephemeron_map.h"
 #include "evalframe.h"
 #include "live_counts.h"
 #include "registry.h"
@@ -47,7 +48,8 @@ struct Internals {
     CollectorState collector;          // collector.cpp
     AutoCollectState auto_collect;     // auto_collect.cpp
     EvalFrameState evalframe;          // evalframe.cpp
-    LiveCounts live;                   // holder.cpp, entry.cpp
+    EphemeronState ephemeron;          // ephemeron_map.cpp
+    LiveCounts live;                   // holder.cpp, entry.cpp, ephemeron_map.cpp
     bool process_hooks = false;        // internals.cpp: fork handler and atexit registered
 };
 

@@ -8,6 +8,7 @@
 
 #include "../auto_collect.h"
 #include "../collector.h"
+#include "../ephemeron_map.h"
 #include "../explain.h"
 #include "../target.h"
 #include "checked.h"
@@ -39,7 +40,15 @@ void set_budget(py::handle nodes) {
     checked(collector_set_budget(static_cast<Py_ssize_t>(value)));
 }
 
-py::list explain(py::handle obj) {
+py::list explain(py::handle obj, py::handle map) {
+    if (!map.is_none()) {
+        if (!Py_IS_TYPE(map.ptr(), &EphemeronMapType)) {
+            throw py::type_error(std::string("coextra.explain: map must be an EphemeronMap, not '") +
+                                 Py_TYPE(map.ptr())->tp_name + "'");
+        }
+        return steal_checked<py::list>(
+            explain_entry_paths(obj.ptr(), reinterpret_cast<EphemeronMap *>(map.ptr()), collector_budget()));
+    }
     CodeRef code(obj.ptr());  // explain_paths allocates: hold the code (target.h)
     return steal_checked<py::list>(explain_paths(checked(code.get()), collector_budget()));
 }
@@ -56,7 +65,8 @@ void add_collector_stats(py::dict &out) {
         {"auto_generation_passes", a.generation_passes},
         {"auto_last_generation_detached", a.last_generation_detached},
         {"auto_sweeps", a.sweeps}, {"auto_sweep_slices", a.sweep_slices},
-        {"auto_last_sweep_detached", a.last_sweep_detached}};
+        {"auto_last_sweep_detached", a.last_sweep_detached},
+        {"map_scans", collector_map_scans().scans}};
     const std::pair<const char *, double> seconds[] = {
         {"last_seconds", s.last_seconds}, {"auto_seconds", s.auto_seconds},
         {"auto_max_pause", s.auto_max_pause}};
@@ -70,9 +80,11 @@ void add_collector_stats(py::dict &out) {
 
 void bind_collector(py::module_ &m) {
     m.def("collect", [] { return checked(collector_collect_all()); },
-          "collect() -> int\n\nRun the cycle collector over every holder now; returns how many\n"
-          "holders it detached because their code object was reachable only through\n"
-          "its own cache. Returns 0 at once when called while a collection runs.");
+          "collect() -> int\n\nRun the cycle collector over every holder and EphemeronMap entry\n"
+          "now; returns how many holders it detached because their code object was\n"
+          "reachable only through its own cache, plus how many map entries it removed\n"
+          "because their key was reachable only through such values. Returns 0 at\n"
+          "once when called while a collection runs.");
     m.def("set_auto_collect", &set_auto_collect, py::arg("enabled"),
           "set_auto_collect(enabled)\n\nAdd (True) or remove (False) coextra's automatic "
           "collection\nin gc.callbacks. On by default.");
@@ -83,8 +95,9 @@ void bind_collector(py::module_ &m) {
           "the budget are treated as live: a smaller budget only makes collection\n"
           "more conservative.");
     m.def("get_budget", &collector_budget, "get_budget() -> int\n\nThe collector's node budget.");
-    m.def("explain", &explain, py::arg("obj"),
-          "explain(obj) -> list[list]\n\nThe reference paths from the holder of obj's code back to\n"
+    m.def("explain", &explain, py::arg("obj"), py::arg("map") = py::none(),
+          "explain(obj, map=None) -> list[list]\n\nThe reference paths from the holder of obj's code back to\n"
           "that code, each [holder, entry, product, ..., code], shortest first; [] when\n"
-          "there is none within the budget.");
+          "there is none within the budget. With an EphemeronMap: the paths from the\n"
+          "entry of the key obj back to obj, each [entry, value, ..., obj].");
 }

@@ -6,6 +6,7 @@
 // lookup itself (see bench/bench_lookup.py).
 #include <pybind11/pybind11.h>
 
+#include "../ephemeron_map.h"
 #include "../fastcall_args.h"
 #include "../holder.h"
 #include "../internals.h"
@@ -95,6 +96,10 @@ py::dict stats() {
     out["detached_total"] = r->detached_total;
     out["holders_alive"] = internals.live.holders;
     out["entries_alive"] = internals.live.entries;
+    out["ephemeron_maps"] = internals.ephemeron.maps.size();
+    out["ephemeron_entries"] = internals.ephemeron.entries;
+    out["ephemeron_entries_alive"] = internals.live.ephemeron_entries;
+    out["ephemeron_removed_by_collector"] = internals.ephemeron.removed_by_collector;
     add_collector_stats(out);
     return out;
 }
@@ -108,6 +113,7 @@ PYBIND11_MODULE(_coextra_pybind11, m) {
     m.attr("_registry") = steal_checked<py::object>(internals_start());
     m.attr("Holder") = py::handle(reinterpret_cast<PyObject *>(&HolderType));
     m.attr("Entry") = py::handle(reinterpret_cast<PyObject *>(&EntryType));
+    m.attr("EphemeronMap") = py::handle(reinterpret_cast<PyObject *>(&EphemeronMapType));
     checked(PyModule_AddFunctions(m.ptr(), raw_functions));
     m.def("attach", &attach, py::arg("obj"), py::arg("product"), py::arg("guard") = py::none(),
           "attach(obj, product, guard=None) -> Entry\n\n"

@@ -10,6 +10,7 @@ from ._support import check_supported
 check_supported()
 
 from ._coextra import (  # noqa: E402  (the check above must run first)
+    EphemeronMap,
     Entry,
     Holder,
     attach,
@@ -28,9 +29,17 @@ from ._coextra import (  # noqa: E402  (the check above must run first)
 from ._include import get_include  # noqa: E402
 from . import evalframe  # noqa: E402
 
+import collections.abc as _abc  # noqa: E402
+
+# A C type cannot inherit the ABC; registering makes isinstance() true. It
+# implements every MutableMapping method itself.
+_abc.MutableMapping.register(EphemeronMap)
+del _abc
+
 __version__ = "0.1.0"
 
 __all__ = [
+    "EphemeronMap",
     "Entry",
     "Holder",
     "attach",

@@ -50,6 +50,8 @@ protected:
         py::dict after = stats();
         EXPECT_EQ(after["holders_alive"].cast<long>(), before["holders_alive"].cast<long>());
         EXPECT_EQ(after["entries_alive"].cast<long>(), before["entries_alive"].cast<long>());
+        EXPECT_EQ(after["ephemeron_entries_alive"].cast<long>(),
+                  before["ephemeron_entries_alive"].cast<long>());
     }
     py::dict before;
 };
@@ -105,6 +107,38 @@ TEST_F(CAPI, ImportFailsWhenTheModuleHasAnOlderSmallerTable) {
     older.table_size = offsetof(coextra_CAPI, closed);  // as if built before closed() was added
     CapsuleSwap swap(py::reinterpret_steal<py::object>(
         PyCapsule_New(&older, COEXTRA_CAPSULE_NAME, nullptr)));
+    EXPECT_EQ(coextra_import(), -1);
+    EXPECT_NE(import_error_message().find("older"), std::string::npos);
+}
+
+TEST_F(CAPI, ImportAcceptsANewerModuleWithALargerTable) {
+    // What a client built with this header sees of a coextra one revision
+    // newer: the functions it knows are where it expects them.
+    struct Newer {
+        coextra_CAPI known;
+        void *added;
+    };
+    static Newer newer;
+    newer.known = *COEXTRA_API;
+    newer.known.table_size = sizeof(Newer);
+    newer.added = nullptr;
+    const coextra_CAPI *real = COEXTRA_API;
+    {
+        CapsuleSwap swap(py::reinterpret_steal<py::object>(
+            PyCapsule_New(&newer, COEXTRA_CAPSULE_NAME, nullptr)));
+        EXPECT_EQ(coextra_import(), 0);
+        EXPECT_EQ(COEXTRA_API, &newer.known);
+    }
+    EXPECT_EQ(coextra_import(), 0);
+    EXPECT_EQ(COEXTRA_API, real);
+}
+
+TEST_F(CAPI, ARevisionOneModuleIsRefusedByThisHeader) {
+    static coextra_CAPI revision_one;
+    revision_one = *COEXTRA_API;
+    revision_one.table_size = offsetof(coextra_CAPI, map_new);  // the table before ephemeron maps
+    CapsuleSwap swap(py::reinterpret_steal<py::object>(
+        PyCapsule_New(&revision_one, COEXTRA_CAPSULE_NAME, nullptr)));
     EXPECT_EQ(coextra_import(), -1);
     EXPECT_NE(import_error_message().find("older"), std::string::npos);
 }
@@ -355,6 +389,67 @@ TEST_F(CAPI, ALookupKeepsABorrowedHolderAliveWhileItsGuardDetachesIt) {
     EXPECT_EQ(COEXTRA_API->holder_of(code), nullptr);
     EXPECT_EQ(py::handle(COEXTRA_API->entry_product(found)).cast<std::string>(), "p");
     Py_DECREF(found);
+}
+
+// --- ephemeron maps (revision 2)
+
+TEST_F(CAPI, MapSetGetDeleteByKeyIdentity) {
+    py::object map = py::reinterpret_steal<py::object>(COEXTRA_API->map_new());
+    ASSERT_TRUE(map);
+    py::object key = make_function("k");
+    py::object equal_twin = make_function("k");
+    py::object value = py::str("compiled");
+    PyObject *found = reinterpret_cast<PyObject *>(1);
+    EXPECT_EQ(COEXTRA_API->map_get(map.ptr(), key.ptr(), &found), 0);
+    EXPECT_EQ(found, nullptr);
+    ASSERT_EQ(COEXTRA_API->map_set(map.ptr(), key.ptr(), value.ptr()), 0);
+    EXPECT_EQ(COEXTRA_API->map_size(map.ptr()), 1);
+    ASSERT_EQ(COEXTRA_API->map_get(map.ptr(), key.ptr(), &found), 1);
+    EXPECT_EQ(found, value.ptr());
+    Py_DECREF(found);
+    EXPECT_EQ(COEXTRA_API->map_get(map.ptr(), equal_twin.ptr(), &found), 0) << "identity, not equality";
+    EXPECT_EQ(COEXTRA_API->map_delete(map.ptr(), key.ptr()), 1);
+    EXPECT_EQ(COEXTRA_API->map_delete(map.ptr(), key.ptr()), 0);
+    EXPECT_EQ(COEXTRA_API->map_size(map.ptr()), 0);
+}
+
+TEST_F(CAPI, MapEntryWhoseValueReferencesItsKeyIsCollected) {
+    py::object map = py::reinterpret_steal<py::object>(COEXTRA_API->map_new());
+    py::object key = make_function("k");
+    py::list value;
+    value.append(key);  // the value keeps its own key: a WeakKeyDictionary would leak it
+    ASSERT_EQ(COEXTRA_API->map_set(map.ptr(), key.ptr(), value.ptr()), 0);
+    py::object alive = py::module_::import("weakref").attr("ref")(key);
+    key = py::object();
+    value = py::list();
+    py::module_::import("gc").attr("collect")();
+    EXPECT_GE(COEXTRA_API->collect(), 0);
+    py::module_::import("gc").attr("collect")();
+    EXPECT_EQ(COEXTRA_API->map_size(map.ptr()), 0);
+    EXPECT_TRUE(alive().is_none());
+}
+
+TEST_F(CAPI, MapFunctionsRefuseANonMapAndAKeyWithoutWeakReferences) {
+    py::object map = py::reinterpret_steal<py::object>(COEXTRA_API->map_new());
+    py::dict not_a_map;
+    py::object key = make_function("k");
+    PyObject *found = nullptr;
+    EXPECT_EQ(COEXTRA_API->map_get(not_a_map.ptr(), key.ptr(), &found), -1);
+    EXPECT_TRUE(PyErr_ExceptionMatches(PyExc_TypeError));
+    PyErr_Clear();
+    EXPECT_EQ(COEXTRA_API->map_size(not_a_map.ptr()), -1);
+    EXPECT_TRUE(PyErr_ExceptionMatches(PyExc_TypeError));
+    PyErr_Clear();
+    py::int_ number(7);
+    EXPECT_EQ(COEXTRA_API->map_set(map.ptr(), number.ptr(), key.ptr()), -1);
+    EXPECT_TRUE(PyErr_ExceptionMatches(PyExc_TypeError));
+    PyErr_Clear();
+    EXPECT_EQ(COEXTRA_API->map_get(map.ptr(), number.ptr(), &found), -1);
+    EXPECT_TRUE(PyErr_ExceptionMatches(PyExc_TypeError));
+    PyErr_Clear();
+    EXPECT_EQ(COEXTRA_API->map_delete(map.ptr(), number.ptr()), -1);
+    EXPECT_TRUE(PyErr_ExceptionMatches(PyExc_TypeError));
+    PyErr_Clear();
 }
 
 TEST_F(CAPI, ClosedIsFalseWhileTheInterpreterRuns) {

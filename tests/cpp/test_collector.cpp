@@ -139,7 +139,7 @@ TEST_F(Collector, AHolderAttachedWhileAGenerationPassDetachesStartsYoung) {
     py::object f = make_function("f");
     cache(f, ns["Product"](f));
     f = py::object();
-    ASSERT_EQ(collector_collect_generations(), 1);
+    ASSERT_EQ(collector_collect_generations(false), 1);
     Registry *r = registry_get();
     Holder *h = registry_holder_of(code_ptr(late));
     ASSERT_NE(h, nullptr);

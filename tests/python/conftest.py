@@ -1,5 +1,6 @@
 """Shared fixtures. Every test runs against a clean registry and must leave no
-holder and no entry behind (the greenlet rule: every test checks for leaks)."""
+holder, no entry and no ephemeron map entry behind (the greenlet rule: every
+test checks for leaks)."""
 
 from __future__ import annotations
 
@@ -21,10 +22,10 @@ def make_function(source: str = "def f(x):\n    return x + 1\n", name: str = "f"
     return namespace[name]
 
 
-def alive_counts() -> tuple[int, int]:
+def alive_counts() -> tuple[int, int, int]:
     gc.collect()
     s = coextra.stats()
-    return s["holders_alive"], s["entries_alive"]
+    return s["holders_alive"], s["entries_alive"], s["ephemeron_entries_alive"]
 
 
 @pytest.fixture(autouse=True)
@@ -34,7 +35,7 @@ def no_leaked_holders_or_entries():
     yield
     coextra.reset()
     after = alive_counts()
-    assert after == before, f"holders/entries alive before {before}, after {after}"
+    assert after == before, f"holders/entries/ephemeron entries alive before {before}, after {after}"
 
 
 @pytest.fixture

@@ -69,7 +69,9 @@ def test_text_signatures_match_the_stub_where_the_runtime_has_one():
     checked = []
     for name, params in STUBS.items():
         owner, _, attr = name.rpartition(".")
-        obj = getattr(getattr(_coextra, owner) if owner else _coextra, attr)
+        scope = getattr(_coextra, owner) if owner else _coextra
+        # A C type's constructor signature is the class's own (its docstring's).
+        obj = scope if attr == "__init__" else getattr(scope, attr)
         try:
             signature = inspect.signature(obj)
         except (TypeError, ValueError):
@@ -77,7 +79,8 @@ def test_text_signatures_match_the_stub_where_the_runtime_has_one():
         names = [p.name for p in signature.parameters.values() if p.name != "self"]
         assert names == [p for p, _, _ in params], name
         checked.append(name)
-    assert {"holder", "Holder.add", "Holder.remove", "Holder.lookup"} <= set(checked)
+    assert {"holder", "Holder.add", "Holder.remove", "Holder.lookup", "EphemeronMap.__init__",
+            "EphemeronMap.get"} <= set(checked)
 
 
 # One call per stubbed function or method, every argument that has a name given
@@ -97,7 +100,7 @@ def keyword_calls():
     yield "get_auto_collect", lambda: coextra.get_auto_collect()
     yield "set_budget", lambda: coextra.set_budget(nodes=coextra.get_budget())
     yield "get_budget", lambda: coextra.get_budget()
-    yield "explain", lambda: coextra.explain(obj=code)
+    yield "explain", lambda: (coextra.explain(obj=code), coextra.explain(obj=f, map=coextra.EphemeronMap()))
     yield "_evalframe_enable", lambda: (_coextra._evalframe_enable(callback=lambda c: None, trace=False),
                                         _coextra._evalframe_disable())
     yield "_evalframe_disable", lambda: _coextra._evalframe_disable()
@@ -113,6 +116,24 @@ def keyword_calls():
     yield "Holder.clear", lambda: holder.clear()
     yield "Holder.__len__", lambda: len(holder)
     yield "Holder.__iter__", lambda: list(holder)
+    # EphemeronMap's parameters are positional-only, as dict's are.
+    m = coextra.EphemeronMap()
+    yield "EphemeronMap.__init__", lambda: coextra.EphemeronMap([(f, 1)])
+    yield "EphemeronMap.__setitem__", lambda: m.__setitem__(f, 1)
+    yield "EphemeronMap.__getitem__", lambda: m[f]
+    yield "EphemeronMap.__contains__", lambda: f in m
+    yield "EphemeronMap.__len__", lambda: len(m)
+    yield "EphemeronMap.__iter__", lambda: list(m)
+    yield "EphemeronMap.get", lambda: m.get(f, None)
+    yield "EphemeronMap.setdefault", lambda: m.setdefault(f, 2)
+    yield "EphemeronMap.keys", lambda: m.keys()
+    yield "EphemeronMap.values", lambda: m.values()
+    yield "EphemeronMap.items", lambda: m.items()
+    yield "EphemeronMap.update", lambda: m.update({f: 3})
+    yield "EphemeronMap.pop", lambda: m.pop(f, None)
+    yield "EphemeronMap.popitem", lambda: (m.__setitem__(f, 4), m.popitem())
+    yield "EphemeronMap.__delitem__", lambda: (m.__setitem__(f, 5), m.__delitem__(f))
+    yield "EphemeronMap.clear", lambda: m.clear()
 
 
 def test_every_stubbed_function_accepts_its_parameters_by_keyword():

@@ -26,6 +26,13 @@ def cached(function: FunctionType) -> Optional[coextra.Entry]:
     return entry
 
 
+def specialised(function: FunctionType, table: coextra.EphemeronMap[FunctionType, str]) -> str:
+    found = table.get(function)
+    if found is None:
+        found = table.setdefault(function, function.__name__)
+    return found
+
+
 def run() -> int:
     namespace: dict[str, object] = {}
     exec("def f(x):\n    return x + 1\n", namespace)

@@ -38,9 +38,17 @@
  *
  * Versioning. `version` is the ABI version: a change that is not an addition
  * bumps it and coextra_import() then fails with ImportError. New functions are
- * only ever appended; `table_size` says how large the struct a module exports is, so
- * a module built with a newer header refuses an older coextra that lacks the
- * functions it knows, and an older header keeps working with a newer coextra.
+ * only ever appended, one revision at a time (COEXTRA_CAPI_REVISION below);
+ * `table_size` says how large the struct a module exports is, so a module
+ * built with a newer header refuses an older coextra that lacks the
+ * functions it knows (ImportError naming both sizes), and an older header
+ * keeps working with a newer coextra.
+ *
+ * Ephemeron maps (revision 2). coextra.EphemeronMap maps weakly referenceable
+ * keys, by identity, to values; an entry lives exactly as long as its key is
+ * reachable from outside the values of ephemeron entries and code caches (see
+ * the README). The map_* functions check that `map` is an EphemeronMap
+ * (TypeError otherwise) and that a key can be weakly referenced (TypeError).
  */
 #ifndef COEXTRA_COEXTRA_H
 #define COEXTRA_COEXTRA_H
@@ -56,6 +64,8 @@ extern "C" {
 #endif
 
 #define COEXTRA_CAPI_VERSION 1
+/* Revision 1: holder_of ... collect. Revision 2: map_new ... map_size. */
+#define COEXTRA_CAPI_REVISION 2
 #define COEXTRA_CAPSULE_NAME "coextra._coextra._C_API"
 
 /* A native guard: decides whether a cached product applies.
@@ -162,6 +172,25 @@ typedef struct coextra_CAPI {
      * memory). Detaching frees products, so it may run Python code and free
      * any holder you borrowed. Returns 0 when called during a collection. */
     Py_ssize_t (*collect)(void);
+
+    /* Revision 2: ephemeron maps (see "Ephemeron maps" above). */
+
+    /* A new, empty coextra.EphemeronMap (a NEW reference), or NULL with an
+     * exception. */
+    PyObject *(*map_new)(void);
+    /* The value of `key` in `map`: 1 with a NEW reference in *value, 0 (and
+     * *value NULL) when missing, -1 with an exception (TypeError). Runs no
+     * Python code: cheap enough for every frame. */
+    int (*map_get)(PyObject *map, PyObject *key, PyObject **value);
+    /* Sets the value of `key` (new references are taken). 0, or -1 with an
+     * exception (TypeError, MemoryError). May run Python code (allocation;
+     * the replaced value's __del__). */
+    int (*map_set)(PyObject *map, PyObject *key, PyObject *value);
+    /* Removes `key`: 1 when it was there, 0 when not, -1 with an exception
+     * (TypeError). Dropping the value may run Python code. */
+    int (*map_delete)(PyObject *map, PyObject *key);
+    /* The number of entries of `map`, or -1 with TypeError. */
+    Py_ssize_t (*map_size)(PyObject *map);
 } coextra_CAPI;
 
 /* The table, set by coextra_import(). By default one per translation unit

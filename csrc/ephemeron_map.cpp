@@ -1,0 +1,724 @@
+// ephemeron_map.cpp -- the EphemeronMap and EphemeronEntry types (ephemeron_map.h).
+#include "ephemeron_map.h"
+
+#include "fastcall_args.h"
+#include "internals.h"
+
+#include <new>
+
+namespace coextra::detail {
+
+namespace {
+
+// This file's part of internals (internals.h).
+constexpr EphemeronState &state = internals.ephemeron;
+
+// ---------------------------------------------------------------------------
+// KeyDeath: the callback of every entry of one map. Not a GC object (it holds
+// no reference), so the collector never makes it a node.
+
+struct KeyDeath {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    // Borrowed: the map clears it before it is freed.
+    EphemeronMap *map;
+};
+
+PyTypeObject KeyDeathType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+EphemeronMap *map_of(const EphemeronEntry *entry) {
+    PyObject *callback = entry->ref.wr_callback;  // NULL while CPython calls it
+    return callback != nullptr ? reinterpret_cast<KeyDeath *>(callback)->map : nullptr;
+}
+
+// ---------------------------------------------------------------------------
+// The table: open addressing on the key's address, linear probing,
+// backward-shift deletion.
+
+size_t ideal_slot(const EphemeronMap *m, uintptr_t key_address) {
+    // Fibonacci hashing: addresses differ in their middle bits.
+    uint64_t h = static_cast<uint64_t>(key_address >> 4) * 0x9E3779B97F4A7C15ull;
+    return static_cast<size_t>(h >> 32) & m->mask;
+}
+
+// The entry of `key`, or NULL. Runs no code.
+EphemeronEntry *find(const EphemeronMap *m, PyObject *key) {
+    if (m->slots == nullptr) {
+        return nullptr;
+    }
+    uintptr_t address = reinterpret_cast<uintptr_t>(key);
+    for (size_t i = ideal_slot(m, address);; i = (i + 1) & m->mask) {
+        EphemeronEntry *e = m->slots[i];
+        if (e == nullptr) {
+            return nullptr;
+        }
+        // The address alone could name a dead key whose callback is still
+        // pending; its weak reference is cleared by then.
+        if (e->key_address == address && e->ref.wr_object == key && e->value != nullptr) {
+            return e;
+        }
+    }
+}
+
+// Moves the table to `capacity` slots (a power of two). -1 with MemoryError.
+int resize(EphemeronMap *m, size_t capacity) {
+    auto **fresh = static_cast<EphemeronEntry **>(PyMem_Calloc(capacity, sizeof(EphemeronEntry *)));
+    if (fresh == nullptr) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    EphemeronEntry **old = m->slots;
+    size_t old_capacity = old ? m->mask + 1 : 0;
+    m->slots = fresh;
+    m->mask = capacity - 1;
+    for (size_t i = 0; i < old_capacity; i++) {
+        if (EphemeronEntry *e = old[i]) {
+            size_t j = ideal_slot(m, e->key_address);
+            while (fresh[j] != nullptr) {
+                j = (j + 1) & m->mask;
+            }
+            fresh[j] = e;
+        }
+    }
+    PyMem_Free(old);
+    return 0;
+}
+
+// Puts a new entry (its reference moves to the table). The table has room.
+void insert(EphemeronMap *m, EphemeronEntry *entry) {
+    size_t i = ideal_slot(m, entry->key_address);
+    while (m->slots[i] != nullptr) {
+        i = (i + 1) & m->mask;
+    }
+    m->slots[i] = entry;
+    m->size++;
+    state.entries++;
+    state.added_total++;
+}
+
+// Takes `entry` out of the table (it must be there) and returns the table's
+// reference. Runs no code.
+EphemeronEntry *take(EphemeronMap *m, EphemeronEntry *entry) {
+    size_t i = ideal_slot(m, entry->key_address);
+    while (m->slots[i] != entry) {
+        i = (i + 1) & m->mask;
+    }
+    // Backward shift: pull later entries of the probe run into the hole when
+    // their ideal slot does not lie between the hole and themselves.
+    for (size_t j = (i + 1) & m->mask; m->slots[j] != nullptr; j = (j + 1) & m->mask) {
+        size_t k = ideal_slot(m, m->slots[j]->key_address);
+        bool stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
+        if (!stays) {
+            m->slots[i] = m->slots[j];
+            i = j;
+        }
+    }
+    m->slots[i] = nullptr;
+    m->size--;
+    state.entries--;
+    return entry;
+}
+
+// Removes an entry that is in m: the table's reference and the value are
+// released after the table is consistent (they may run any code).
+void remove(EphemeronMap *m, EphemeronEntry *entry) {
+    PyObject *value = entry->value;
+    entry->value = nullptr;
+    take(m, entry);
+    Py_DECREF(entry);
+    Py_DECREF(value);
+}
+
+// Empties the table; every entry and value is released afterwards.
+void clear_table(EphemeronMap *m) {
+    EphemeronEntry **slots = m->slots;
+    size_t capacity = slots ? m->mask + 1 : 0;
+    state.entries -= m->size;
+    m->slots = nullptr;
+    m->mask = 0;
+    m->size = 0;
+    for (size_t i = 0; i < capacity; i++) {
+        if (EphemeronEntry *e = slots[i]) {
+            PyObject *value = e->value;
+            e->value = nullptr;
+            Py_DECREF(e);
+            Py_XDECREF(value);  // NULL when the GC cleared the entry first
+        }
+    }
+    PyMem_Free(slots);
+}
+
+int check_key(PyObject *key) {
+    if (!compat::supports_weakrefs(Py_TYPE(key))) {
+        PyErr_Format(PyExc_TypeError,
+                     "coextra.EphemeronMap keys must support weak references, not '%.200s'",
+                     Py_TYPE(key)->tp_name);
+        return -1;
+    }
+    return 0;
+}
+
+// ---------------------------------------------------------------------------
+// KeyDeath's call: the key of `entry` died; remove the entry if its map still
+// has it.
+
+PyObject *key_death_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *) {
+    EphemeronMap *m = reinterpret_cast<KeyDeath *>(self)->map;
+    if (PyVectorcall_NARGS(nargsf) == 1 && m != nullptr && Py_IS_TYPE(args[0], &EphemeronEntryType)) {
+        auto *entry = reinterpret_cast<EphemeronEntry *>(args[0]);
+        if (entry->value != nullptr) {
+            remove(m, entry);
+        }
+    }
+    Py_RETURN_NONE;
+}
+
+void key_death_dealloc(PyObject *self) { PyObject_Free(self); }
+
+// ---------------------------------------------------------------------------
+// EphemeronEntry. GC contract: owns `value` and (through its weak-reference
+// base) the callback; traverses both. Owned by its map's table (one
+// reference). Its key is referenced weakly. tp_clear drops the value, which
+// only the GC calls, on an entry whose map is garbage too.
+
+int entry_traverse(PyObject *self, visitproc visit, void *arg) {
+    Py_VISIT(reinterpret_cast<EphemeronEntry *>(self)->value);
+    return _PyWeakref_RefType.tp_traverse(self, visit, arg);
+}
+
+int entry_tp_clear(PyObject *self) {
+    Py_CLEAR(reinterpret_cast<EphemeronEntry *>(self)->value);
+    return _PyWeakref_RefType.tp_clear(self);
+}
+
+void entry_dealloc(PyObject *self) {
+    PyObject_GC_UnTrack(self);
+    PyObject *value = reinterpret_cast<EphemeronEntry *>(self)->value;
+    // Off the key's list before any code runs: code that lists the key's weak
+    // references must not find (and resurrect) a dying entry.
+    _PyWeakref_RefType.tp_dealloc(self);
+    internals.live.ephemeron_entries--;
+    Py_XDECREF(value);
+}
+
+// A new entry for key (value not yet set), or NULL with an exception. Runs
+// an allocation, so any code may run meanwhile.
+EphemeronEntry *new_entry(EphemeronMap *m, PyObject *key) {
+    PyObject *args[] = {key, m->key_death};
+    PyObject *made = PyObject_Vectorcall(reinterpret_cast<PyObject *>(&EphemeronEntryType), args, 2, nullptr);
+    if (made == nullptr) {
+        return nullptr;
+    }
+    internals.live.ephemeron_entries++;
+    auto *entry = reinterpret_cast<EphemeronEntry *>(made);
+    entry->key_address = reinterpret_cast<uintptr_t>(key);
+    return entry;
+}
+
+// ---------------------------------------------------------------------------
+// EphemeronMap. GC contract: owns its entries (one reference each, in the
+// table) and its KeyDeath object (not a GC object); traverses the entries.
+// Owned by whoever holds it. The collector never expands a map (heap_graph.h):
+// it sees the map's references as the virtual edges key -> entry.
+
+int map_traverse(PyObject *self, visitproc visit, void *arg) {
+    auto *m = reinterpret_cast<EphemeronMap *>(self);
+    for (size_t i = 0; m->slots != nullptr && i <= m->mask; i++) {
+        Py_VISIT(reinterpret_cast<PyObject *>(m->slots[i]));
+    }
+    return 0;
+}
+
+int map_tp_clear(PyObject *self) {
+    clear_table(reinterpret_cast<EphemeronMap *>(self));
+    return 0;
+}
+
+void unregister(EphemeronMap *m) {
+    EphemeronMap *last = state.maps.back();
+    state.maps[m->registered_slot] = last;
+    last->registered_slot = m->registered_slot;
+    state.maps.pop_back();
+}
+
+void map_dealloc(PyObject *self) {
+    auto *m = reinterpret_cast<EphemeronMap *>(self);
+    PyObject_GC_UnTrack(self);
+    if (m->weakreflist != nullptr) {
+        PyObject_ClearWeakRefs(self);
+    }
+    unregister(m);
+    reinterpret_cast<KeyDeath *>(m->key_death)->map = nullptr;
+    clear_table(m);
+    Py_DECREF(m->key_death);
+    PyObject_GC_Del(self);
+}
+
+PyObject *map_alloc_new(PyTypeObject *type) {
+    auto *death = PyObject_New(KeyDeath, &KeyDeathType);
+    if (death == nullptr) {
+        return nullptr;
+    }
+    death->vectorcall = key_death_call;
+    death->map = nullptr;
+    auto *m = PyObject_GC_New(EphemeronMap, type);
+    if (m == nullptr) {
+        Py_DECREF(death);
+        return nullptr;
+    }
+    m->slots = nullptr;
+    m->mask = 0;
+    m->size = 0;
+    m->key_death = reinterpret_cast<PyObject *>(death);
+    m->weakreflist = nullptr;
+    try {
+        state.maps.push_back(m);
+    } catch (const std::bad_alloc &) {
+        m->registered_slot = SIZE_MAX;
+        death->map = nullptr;
+        Py_DECREF(death);
+        PyObject_GC_Del(m);
+        return PyErr_NoMemory();
+    }
+    m->registered_slot = state.maps.size() - 1;
+    death->map = m;
+    PyObject_GC_Track(m);
+    return reinterpret_cast<PyObject *>(m);
+}
+
+PyObject *map_new(PyTypeObject *type, PyObject *, PyObject *) { return map_alloc_new(type); }
+
+// ---------------------------------------------------------------------------
+// The operations.
+
+// The value of key (borrowed), or NULL when it is missing; *bad_key says
+// whether that is because the key cannot be weakly referenced (TypeError set).
+PyObject *lookup(EphemeronMap *m, PyObject *key, bool *bad_key) {
+    *bad_key = false;
+    if (EphemeronEntry *e = find(m, key)) {
+        return e->value;
+    }
+    if (check_key(key) < 0) {
+        *bad_key = true;
+    }
+    return nullptr;
+}
+
+PyObject *map_subscript(PyObject *self, PyObject *key) {
+    bool bad_key;
+    PyObject *value = lookup(reinterpret_cast<EphemeronMap *>(self), key, &bad_key);
+    if (value != nullptr) {
+        return Py_NewRef(value);
+    }
+    if (!bad_key) {
+        PyErr_SetObject(PyExc_KeyError, key);
+    }
+    return nullptr;
+}
+
+int map_ass_subscript(PyObject *self, PyObject *key, PyObject *value) {
+    auto *m = reinterpret_cast<EphemeronMap *>(self);
+    if (value != nullptr) {
+        return ephemeron_set(m, key, value);
+    }
+    int removed = ephemeron_delete(m, key);
+    if (removed == 0) {
+        PyErr_SetObject(PyExc_KeyError, key);
+        return -1;
+    }
+    return removed < 0 ? -1 : 0;
+}
+
+Py_ssize_t map_length(PyObject *self) {
+    return static_cast<Py_ssize_t>(reinterpret_cast<EphemeronMap *>(self)->size);
+}
+
+// `key in map`: False for a key that cannot be weakly referenced, as
+// weakref.WeakKeyDictionary answers.
+int map_contains(PyObject *self, PyObject *key) {
+    return find(reinterpret_cast<EphemeronMap *>(self), key) != nullptr;
+}
+
+// get(key, default=None)
+PyObject *map_get(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs < 1 || nargs > 2) {
+        PyErr_Format(PyExc_TypeError, "get() takes 1 or 2 arguments (%zd given)", nargs);
+        return nullptr;
+    }
+    bool bad_key;
+    PyObject *value = lookup(reinterpret_cast<EphemeronMap *>(self), args[0], &bad_key);
+    if (value == nullptr) {
+        if (bad_key) {
+            return nullptr;
+        }
+        value = nargs == 2 ? args[1] : Py_None;
+    }
+    return Py_NewRef(value);
+}
+
+// setdefault(key, default=None)
+PyObject *map_setdefault(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs < 1 || nargs > 2) {
+        PyErr_Format(PyExc_TypeError, "setdefault() takes 1 or 2 arguments (%zd given)", nargs);
+        return nullptr;
+    }
+    auto *m = reinterpret_cast<EphemeronMap *>(self);
+    PyObject *value = nargs == 2 ? args[1] : Py_None;
+    if (EphemeronEntry *e = find(m, args[0])) {
+        return Py_NewRef(e->value);
+    }
+    // Our own reference: setting may run code that replaces the value at once.
+    Py_INCREF(value);
+    if (ephemeron_set(m, args[0], value) < 0) {
+        Py_DECREF(value);
+        return nullptr;
+    }
+    return value;
+}
+
+// pop(key[, default])
+PyObject *map_pop(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs < 1 || nargs > 2) {
+        PyErr_Format(PyExc_TypeError, "pop() takes 1 or 2 arguments (%zd given)", nargs);
+        return nullptr;
+    }
+    auto *m = reinterpret_cast<EphemeronMap *>(self);
+    EphemeronEntry *e = find(m, args[0]);
+    if (e == nullptr) {
+        if (check_key(args[0]) < 0) {
+            return nullptr;
+        }
+        if (nargs == 2) {
+            return Py_NewRef(args[1]);
+        }
+        PyErr_SetObject(PyExc_KeyError, args[0]);
+        return nullptr;
+    }
+    PyObject *value = e->value;  // the table's reference to it becomes ours
+    e->value = nullptr;
+    take(m, e);
+    Py_DECREF(e);
+    return value;
+}
+
+// popitem() -> (key, value), any entry
+PyObject *map_popitem(PyObject *self, PyObject *) {
+    auto *m = reinterpret_cast<EphemeronMap *>(self);
+    if (m->size == 0) {
+        PyErr_SetString(PyExc_KeyError, "popitem(): EphemeronMap is empty");
+        return nullptr;
+    }
+    EphemeronEntry *e = nullptr;
+    for (size_t i = 0; e == nullptr; i++) {
+        e = m->slots[i];
+    }
+    // The key is alive: its entry is still in the table (a dying key's
+    // callback removes the entry before the key is freed). Packing may run
+    // code that removes the entry: hold it, and remove it only if it is
+    // still in the table.
+    Py_INCREF(e);
+    PyObject *pair = PyTuple_Pack(2, e->ref.wr_object, e->value);
+    if (pair != nullptr && e->value != nullptr) {
+        remove(m, e);
+    }
+    Py_DECREF(e);
+    return pair;
+}
+
+PyObject *map_clear(PyObject *self, PyObject *) {
+    clear_table(reinterpret_cast<EphemeronMap *>(self));
+    Py_RETURN_NONE;
+}
+
+enum class Snapshot { kKeys, kValues, kItems };
+
+// A new list of the keys, values or (key, value) pairs of the entries in the
+// table now.
+PyObject *snapshot(EphemeronMap *m, Snapshot what) {
+    // Building the list allocates, which may run code that changes the
+    // table: first take a reference to every key and value, which runs none.
+    size_t n = m->size;
+    auto **held = static_cast<PyObject **>(PyMem_Malloc((2 * n + 1) * sizeof(PyObject *)));
+    if (held == nullptr) {
+        return PyErr_NoMemory();
+    }
+    size_t count = 0;
+    for (size_t i = 0; m->slots != nullptr && i <= m->mask; i++) {
+        if (EphemeronEntry *e = m->slots[i]) {
+            held[2 * count] = Py_NewRef(e->ref.wr_object);
+            held[2 * count + 1] = Py_NewRef(e->value);
+            count++;
+        }
+    }
+    PyObject *list = PyList_New(static_cast<Py_ssize_t>(count));
+    for (size_t j = 0; list != nullptr && j < count; j++) {
+        PyObject *key = held[2 * j];
+        PyObject *value = held[2 * j + 1];
+        PyObject *item = what == Snapshot::kKeys     ? Py_NewRef(key)
+                         : what == Snapshot::kValues ? Py_NewRef(value)
+                                                     : PyTuple_Pack(2, key, value);
+        if (item == nullptr) {
+            Py_CLEAR(list);
+        } else {
+            PyList_SET_ITEM(list, static_cast<Py_ssize_t>(j), item);
+        }
+    }
+    for (size_t j = 0; j < 2 * count; j++) {
+        Py_DECREF(held[j]);
+    }
+    PyMem_Free(held);
+    return list;
+}
+
+PyObject *map_keys(PyObject *self, PyObject *) {
+    return snapshot(reinterpret_cast<EphemeronMap *>(self), Snapshot::kKeys);
+}
+PyObject *map_values(PyObject *self, PyObject *) {
+    return snapshot(reinterpret_cast<EphemeronMap *>(self), Snapshot::kValues);
+}
+PyObject *map_items(PyObject *self, PyObject *) {
+    return snapshot(reinterpret_cast<EphemeronMap *>(self), Snapshot::kItems);
+}
+
+PyObject *map_iter(PyObject *self) {
+    PyObject *keys = snapshot(reinterpret_cast<EphemeronMap *>(self), Snapshot::kKeys);
+    if (keys == nullptr) {
+        return nullptr;
+    }
+    PyObject *iterator = PyObject_GetIter(keys);
+    Py_DECREF(keys);
+    return iterator;
+}
+
+// update(other=(), /): from a mapping (anything with keys()) or an iterable
+// of pairs, as dict.update; keyword arguments would be str keys, which
+// cannot be weakly referenced, so there are none.
+int update_from(EphemeronMap *m, PyObject *other) {
+    PyObject *keys = PyObject_CallMethod(other, "keys", nullptr);
+    bool pairs = keys == nullptr && PyErr_ExceptionMatches(PyExc_AttributeError);
+    if (keys == nullptr && !pairs) {
+        return -1;
+    }
+    PyErr_Clear();
+    PyObject *iterator = PyObject_GetIter(pairs ? other : keys);
+    Py_XDECREF(keys);
+    if (iterator == nullptr) {
+        return -1;
+    }
+    int result = 0;
+    PyObject *item;
+    while (result == 0 && (item = PyIter_Next(iterator)) != nullptr) {
+        PyObject *key = item;
+        PyObject *value = nullptr;
+        PyObject *pair = nullptr;
+        if (pairs) {
+            pair = PySequence_Tuple(item);
+            if (pair == nullptr || PyTuple_GET_SIZE(pair) != 2) {
+                if (pair != nullptr) {
+                    PyErr_SetString(PyExc_ValueError,
+                                    "EphemeronMap.update: each item must be a (key, value) pair");
+                }
+                result = -1;
+            } else {
+                key = PyTuple_GET_ITEM(pair, 0);
+                value = Py_NewRef(PyTuple_GET_ITEM(pair, 1));
+            }
+        } else {
+            value = PyObject_GetItem(other, key);
+            result = value == nullptr ? -1 : 0;
+        }
+        if (result == 0) {
+            result = ephemeron_set(m, key, value);
+        }
+        Py_XDECREF(value);
+        Py_XDECREF(pair);
+        Py_DECREF(item);
+    }
+    Py_DECREF(iterator);
+    return result == 0 && PyErr_Occurred() ? -1 : result;
+}
+
+PyObject *map_update(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs > 1) {
+        PyErr_Format(PyExc_TypeError, "update() takes at most 1 argument (%zd given)", nargs);
+        return nullptr;
+    }
+    if (nargs == 1 && update_from(reinterpret_cast<EphemeronMap *>(self), args[0]) < 0) {
+        return nullptr;
+    }
+    Py_RETURN_NONE;
+}
+
+int map_init(PyObject *self, PyObject *args, PyObject *kwargs) {
+    PyObject *other = nullptr;
+    if (kwargs != nullptr && PyDict_GET_SIZE(kwargs) != 0) {
+        PyErr_SetString(PyExc_TypeError, "EphemeronMap() takes no keyword arguments");
+        return -1;
+    }
+    if (!PyArg_UnpackTuple(args, "EphemeronMap", 0, 1, &other)) {
+        return -1;
+    }
+    return other != nullptr ? update_from(reinterpret_cast<EphemeronMap *>(self), other) : 0;
+}
+
+PyObject *map_repr(PyObject *self) {
+    Py_ssize_t n = map_length(self);
+    return PyUnicode_FromFormat("<coextra.EphemeronMap with %zd entr%s>", n, n == 1 ? "y" : "ies");
+}
+
+PyMethodDef map_methods[] = {
+    {"get", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(map_get)), METH_FASTCALL,
+     "get(key, default=None, /)\n--\n\nThe value of key, or default."},
+    {"setdefault", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(map_setdefault)),
+     METH_FASTCALL,
+     "setdefault(key, default=None, /)\n--\n\nThe value of key; sets it to default first when missing."},
+    {"pop", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(map_pop)), METH_FASTCALL,
+     "pop(key, default=<missing>, /)\n--\n\nRemoves key and returns its value (or default; KeyError\n"
+     "without one)."},
+    {"popitem", map_popitem, METH_NOARGS,
+     "popitem($self, /)\n--\n\nRemoves and returns some (key, value) pair; KeyError when empty."},
+    {"clear", map_clear, METH_NOARGS, "clear($self, /)\n--\n\nRemoves every entry."},
+    {"keys", map_keys, METH_NOARGS, "keys($self, /)\n--\n\nA list of the keys now (a snapshot)."},
+    {"values", map_values, METH_NOARGS, "values($self, /)\n--\n\nA list of the values now (a snapshot)."},
+    {"items", map_items, METH_NOARGS,
+     "items($self, /)\n--\n\nA list of the (key, value) pairs now (a snapshot)."},
+    {"update", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(map_update)), METH_FASTCALL,
+     "update(other=(), /)\n--\n\nSets every pair of a mapping or an iterable of (key, value) pairs."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyMappingMethods map_as_mapping = {map_length, map_subscript, map_ass_subscript};
+PySequenceMethods map_as_sequence = {};
+
+}  // namespace
+
+PyTypeObject EphemeronMapType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+PyTypeObject EphemeronEntryType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+void ephemeron_visit_entries(PyObject *key, visitproc visit, void *arg) {
+    for (PyWeakReference *ref = compat::weakrefs_of(key); ref != nullptr; ref = ref->wr_next) {
+        if (Py_IS_TYPE(reinterpret_cast<PyObject *>(ref), &EphemeronEntryType) &&
+            reinterpret_cast<EphemeronEntry *>(ref)->value != nullptr) {
+            visit(reinterpret_cast<PyObject *>(ref), arg);
+        }
+    }
+}
+
+EphemeronEntry *ephemeron_find_entry(EphemeronMap *map, PyObject *key) { return find(map, key); }
+
+PyObject *ephemeron_entry_key(const EphemeronEntry *entry) {
+    return entry->value != nullptr ? entry->ref.wr_object : nullptr;
+}
+
+PyObject *ephemeron_detach(EphemeronEntry *entry) {
+    EphemeronMap *m = map_of(entry);
+    if (m == nullptr || entry->value == nullptr) {
+        return nullptr;  // removed already, or its key is dying and the callback will
+    }
+    PyObject *value = entry->value;
+    entry->value = nullptr;
+    Py_DECREF(take(m, entry));  // the caller's reference keeps it
+    state.removed_by_collector++;
+    return value;
+}
+
+int ephemeron_get(EphemeronMap *m, PyObject *key, PyObject **value) {
+    bool bad_key;
+    PyObject *found = lookup(m, key, &bad_key);
+    *value = found != nullptr ? Py_NewRef(found) : nullptr;
+    return found != nullptr ? 1 : bad_key ? -1 : 0;
+}
+
+int ephemeron_set(EphemeronMap *m, PyObject *key, PyObject *value) {
+    if (EphemeronEntry *e = find(m, key)) {
+        PyObject *old = e->value;
+        e->value = Py_NewRef(value);
+        Py_DECREF(old);
+        return 0;
+    }
+    if (check_key(key) < 0) {
+        return -1;
+    }
+    EphemeronEntry *entry = new_entry(m, key);
+    if (entry == nullptr) {
+        return -1;
+    }
+    // Making the entry may have run code that set this key meanwhile.
+    if (EphemeronEntry *e = find(m, key)) {
+        Py_DECREF(entry);
+        PyObject *old = e->value;
+        e->value = Py_NewRef(value);
+        Py_DECREF(old);
+        return 0;
+    }
+    size_t capacity = m->slots ? m->mask + 1 : 0;
+    if ((m->size + 1) * 3 > capacity * 2 && resize(m, capacity ? capacity * 2 : 8) < 0) {
+        Py_DECREF(entry);
+        return -1;
+    }
+    entry->value = Py_NewRef(value);
+    insert(m, entry);
+    return 0;
+}
+
+int ephemeron_delete(EphemeronMap *m, PyObject *key) {
+    if (EphemeronEntry *e = find(m, key)) {
+        remove(m, e);
+        return 1;
+    }
+    return check_key(key) < 0 ? -1 : 0;
+}
+
+EphemeronMap *ephemeron_new() {
+    return reinterpret_cast<EphemeronMap *>(map_alloc_new(&EphemeronMapType));
+}
+
+int ephemeron_types_ready() {
+    if (EphemeronMapType.tp_flags & Py_TPFLAGS_READY) {
+        return 0;
+    }
+    KeyDeathType.tp_name = "coextra._KeyDeath";
+    KeyDeathType.tp_doc = "Removes an EphemeronMap entry whose key died (a weak reference callback).";
+    KeyDeathType.tp_basicsize = sizeof(KeyDeath);
+    KeyDeathType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL;
+    KeyDeathType.tp_vectorcall_offset = offsetof(KeyDeath, vectorcall);
+    KeyDeathType.tp_call = PyVectorcall_Call;
+    KeyDeathType.tp_dealloc = key_death_dealloc;
+
+    EphemeronEntryType.tp_name = "coextra._EphemeronEntry";
+    EphemeronEntryType.tp_doc = "One EphemeronMap entry: a weak reference to its key that owns the value.";
+    EphemeronEntryType.tp_base = &_PyWeakref_RefType;
+    EphemeronEntryType.tp_basicsize = sizeof(EphemeronEntry);
+    EphemeronEntryType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC;
+    EphemeronEntryType.tp_traverse = entry_traverse;
+    EphemeronEntryType.tp_clear = entry_tp_clear;
+    EphemeronEntryType.tp_dealloc = entry_dealloc;
+
+    map_as_sequence.sq_contains = map_contains;
+    EphemeronMapType.tp_name = "coextra.EphemeronMap";
+    EphemeronMapType.tp_doc =
+        "EphemeronMap(other=(), /)\n--\n\n"
+        "A mapping from weakly referenceable keys, compared by identity, to values.\n"
+        "An entry lives exactly as long as its key is reachable from outside the\n"
+        "values of ephemeron entries and code caches: a value that references its\n"
+        "own key does not keep it alive.";
+    EphemeronMapType.tp_basicsize = sizeof(EphemeronMap);
+    EphemeronMapType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC;
+    EphemeronMapType.tp_new = map_new;
+    EphemeronMapType.tp_init = map_init;
+    EphemeronMapType.tp_dealloc = map_dealloc;
+    EphemeronMapType.tp_traverse = map_traverse;
+    EphemeronMapType.tp_clear = map_tp_clear;
+    EphemeronMapType.tp_repr = map_repr;
+    EphemeronMapType.tp_iter = map_iter;
+    EphemeronMapType.tp_as_mapping = &map_as_mapping;
+    EphemeronMapType.tp_as_sequence = &map_as_sequence;
+    EphemeronMapType.tp_methods = map_methods;
+    EphemeronMapType.tp_weaklistoffset = offsetof(EphemeronMap, weakreflist);
+    if (PyType_Ready(&KeyDeathType) < 0 || PyType_Ready(&EphemeronEntryType) < 0) {
+        return -1;
+    }
+    return PyType_Ready(&EphemeronMapType);
+}
+
+}  // namespace coextra::detail
