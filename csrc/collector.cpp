@@ -388,7 +388,7 @@ bool add_map_seeds(Pass &pass, MapCursor *cursor) {
     for (; cursor->map < maps.size() && added < kSeedChunk; cursor->map++, cursor->slot = 0) {
         const EphemeronMap *m = maps[cursor->map];
         for (; m->slots != nullptr && cursor->slot <= m->mask && added < kSeedChunk; cursor->slot++) {
-            const EphemeronEntry *e = m->slots[cursor->slot];
+            EphemeronEntry *e = m->slots[cursor->slot];
             PyObject *key = e != nullptr ? ephemeron_entry_key(e) : nullptr;
             if (key == nullptr || !is_node_candidate(key)) {
                 continue;  // a key that is never a node is live: so is its entry

@@ -41,6 +41,12 @@ size_t ideal_slot(const EphemeronMap *m, uintptr_t key_address) {
     return static_cast<size_t>(h >> 32) & m->mask;
 }
 
+// `e` when it is an entry with a live key, else NULL: the GC may clear an
+// entry (tp_clear) of a map that is garbage too before it clears the map.
+EphemeronEntry *usable(EphemeronEntry *e) {
+    return e != nullptr && e->value != nullptr && e->ref.wr_object != Py_None ? e : nullptr;
+}
+
 // The entry of `key`, or NULL. Runs no code.
 EphemeronEntry *find(const EphemeronMap *m, PyObject *key) {
     if (m->slots == nullptr) {
@@ -409,8 +415,12 @@ PyObject *map_popitem(PyObject *self, PyObject *) {
         return nullptr;
     }
     EphemeronEntry *e = nullptr;
-    for (size_t i = 0; e == nullptr; i++) {
-        e = m->slots[i];
+    for (size_t i = 0; e == nullptr && i <= m->mask; i++) {
+        e = usable(m->slots[i]);
+    }
+    if (e == nullptr) {
+        PyErr_SetString(PyExc_KeyError, "popitem(): EphemeronMap is empty");
+        return nullptr;
     }
     // The key is alive: its entry is still in the table (a dying key's
     // callback removes the entry before the key is freed). Packing may run
@@ -444,7 +454,7 @@ PyObject *snapshot(EphemeronMap *m, Snapshot what) {
     }
     size_t count = 0;
     for (size_t i = 0; m->slots != nullptr && i <= m->mask; i++) {
-        if (EphemeronEntry *e = m->slots[i]) {
+        if (EphemeronEntry *e = usable(m->slots[i])) {
             held[2 * count] = Py_NewRef(e->ref.wr_object);
             held[2 * count + 1] = Py_NewRef(e->value);
             count++;
@@ -606,8 +616,8 @@ void ephemeron_visit_entries(PyObject *key, visitproc visit, void *arg) {
 
 EphemeronEntry *ephemeron_find_entry(EphemeronMap *map, PyObject *key) { return find(map, key); }
 
-PyObject *ephemeron_entry_key(const EphemeronEntry *entry) {
-    return entry->value != nullptr ? entry->ref.wr_object : nullptr;
+PyObject *ephemeron_entry_key(EphemeronEntry *entry) {
+    return usable(entry) ? entry->ref.wr_object : nullptr;
 }
 
 PyObject *ephemeron_detach(EphemeronEntry *entry) {

@@ -88,8 +88,8 @@ PyObject *ephemeron_detach(EphemeronEntry *entry);
 EphemeronEntry *ephemeron_find_entry(EphemeronMap *map, PyObject *key);
 
 // The key of an entry still in a map (borrowed, alive while the entry is in
-// its map), or NULL.
-PyObject *ephemeron_entry_key(const EphemeronEntry *entry);
+// its map), or NULL (also while a dying key's callback is pending).
+PyObject *ephemeron_entry_key(EphemeronEntry *entry);
 
 // The C API's operations (coextra.h). `map` must be an EphemeronMap.
 // get: 1 with a new reference in *value, 0 when missing, -1 with TypeError
