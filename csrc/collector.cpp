@@ -140,6 +140,7 @@ struct Pass {
 
     void reset(size_t limit) {
         graph.reset(limit);
+        seeds.start_chunk();  // the previous pass's last chunk names nodes of its graph
         other_cached_codes.clear();
         ephemeron_edges.clear();
         pending.clear();
@@ -381,6 +382,26 @@ struct MapCursor {
     size_t slot = 0;
 };
 
+// The table's order is a hash of the keys' addresses: every entry and key a
+// seeding reads is a cache miss once the map outgrows the CPU caches. So the
+// entry kEntryPrefetch slots ahead is prefetched, and the key of the one half
+// as far ahead (its entry came in meanwhile).
+constexpr size_t kEntryPrefetch = 16;
+
+void prefetch_seed_entries(const EphemeronMap *m, size_t slot) {
+    if (slot + kEntryPrefetch <= m->mask) {
+        if (const EphemeronEntry *ahead = m->slots[slot + kEntryPrefetch]) {
+            __builtin_prefetch(&ahead->ref.wr_object);
+            __builtin_prefetch(&ahead->value);
+        }
+    }
+    if (slot + kEntryPrefetch / 2 <= m->mask) {
+        if (const EphemeronEntry *ahead = m->slots[slot + kEntryPrefetch / 2]) {
+            __builtin_prefetch(ahead->ref.wr_object);
+        }
+    }
+}
+
 bool add_map_seeds(Pass &pass, MapCursor *cursor) {
     HeapGraph &g = pass.graph;
     const std::vector<EphemeronMap *> &maps = internals.ephemeron.maps;
@@ -388,6 +409,7 @@ bool add_map_seeds(Pass &pass, MapCursor *cursor) {
     for (; cursor->map < maps.size() && added < kSeedChunk; cursor->map++, cursor->slot = 0) {
         const EphemeronMap *m = maps[cursor->map];
         for (; m->slots != nullptr && cursor->slot <= m->mask && added < kSeedChunk; cursor->slot++) {
+            prefetch_seed_entries(m, cursor->slot);
             EphemeronEntry *e = m->slots[cursor->slot];
             PyObject *key = e != nullptr ? ephemeron_entry_key(e) : nullptr;
             if (key == nullptr || !is_node_candidate(key)) {
@@ -577,6 +599,12 @@ Py_ssize_t detach_garbage(Pass &pass, const std::vector<Holder *> &holders) {
     if (!ok) {
         PyErr_NoMemory();
         return -1;
+    }
+    // In address order, as a map frees its entries (ephemeron_map.cpp): the
+    // order they were found in follows the maps' hashed tables.
+    if (garbage_entries.size() > 1) {
+        std::sort(&garbage_entries[0], &garbage_entries[0] + garbage_entries.size(),
+                  [](const RemovedEntry &a, const RemovedEntry &b) { return a.entry < b.entry; });
     }
     for (size_t i = 0; i < garbage.size(); i++) {
         Py_INCREF(garbage[i]);

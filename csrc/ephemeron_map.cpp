@@ -4,6 +4,7 @@
 #include "fastcall_args.h"
 #include "internals.h"
 
+#include <algorithm>
 #include <new>
 
 namespace coextra::detail {
@@ -58,9 +59,10 @@ EphemeronEntry *find(const EphemeronMap *m, PyObject *key) {
         if (e == nullptr) {
             return nullptr;
         }
-        // The address alone could name a dead key whose callback is still
-        // pending; its weak reference is cleared by then.
-        if (e->key_address == address && e->ref.wr_object == key && e->value != nullptr) {
+        // The weak reference, not key_address: the address alone could name
+        // a dead key whose callback is still pending (its reference is
+        // cleared by then).
+        if (e->ref.wr_object == key && e->value != nullptr) {
             return e;
         }
     }
@@ -102,11 +104,19 @@ void insert(EphemeronMap *m, EphemeronEntry *entry) {
     state.added_total++;
 }
 
-// Takes `entry` out of the table (it must be there) and returns the table's
-// reference. Runs no code.
+// Takes `entry` out of the table and returns the table's reference, or NULL
+// when the table does not hold it: clear_table releases entries that are no
+// longer in any table, and their keys' callbacks may run meanwhile. Runs no
+// code.
 EphemeronEntry *take(EphemeronMap *m, EphemeronEntry *entry) {
+    if (m->slots == nullptr) {
+        return nullptr;
+    }
     size_t i = ideal_slot(m, entry->key_address);
     while (m->slots[i] != entry) {
+        if (m->slots[i] == nullptr) {
+            return nullptr;
+        }
         i = (i + 1) & m->mask;
     }
     // Backward shift: pull later entries of the probe run into the hole when
@@ -125,31 +135,42 @@ EphemeronEntry *take(EphemeronMap *m, EphemeronEntry *entry) {
     return entry;
 }
 
-// Removes an entry that is in m: the table's reference and the value are
-// released after the table is consistent (they may run any code).
+// Removes `entry` if m's table holds it: the table's reference and the value
+// are released after the table is consistent (they may run any code).
 void remove(EphemeronMap *m, EphemeronEntry *entry) {
+    if (take(m, entry) == nullptr) {
+        return;  // being released by clear_table, which drops its value
+    }
     PyObject *value = entry->value;
     entry->value = nullptr;
-    take(m, entry);
     Py_DECREF(entry);
     Py_DECREF(value);
 }
 
-// Empties the table; every entry and value is released afterwards.
+// Empties the table; every entry and value is released afterwards, in the
+// entries' address order: the table's order is a hash, and freeing a large
+// map in it would touch memory at random (entries, values and keys lie
+// roughly in the order they were made).
 void clear_table(EphemeronMap *m) {
     EphemeronEntry **slots = m->slots;
     size_t capacity = slots ? m->mask + 1 : 0;
+    size_t count = 0;
+    for (size_t i = 0; i < capacity; i++) {
+        if (slots[i] != nullptr) {
+            slots[count++] = slots[i];
+        }
+    }
     state.entries -= m->size;
     m->slots = nullptr;
     m->mask = 0;
     m->size = 0;
-    for (size_t i = 0; i < capacity; i++) {
-        if (EphemeronEntry *e = slots[i]) {
-            PyObject *value = e->value;
-            e->value = nullptr;
-            Py_DECREF(e);
-            Py_XDECREF(value);  // NULL when the GC cleared the entry first
-        }
+    std::sort(slots, slots + count);
+    for (size_t i = 0; i < count; i++) {
+        EphemeronEntry *e = slots[i];
+        PyObject *value = e->value;
+        e->value = nullptr;
+        Py_DECREF(e);
+        Py_XDECREF(value);  // NULL when the GC cleared the entry first
     }
     PyMem_Free(slots);
 }
@@ -400,9 +421,9 @@ PyObject *map_pop(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
         PyErr_SetObject(PyExc_KeyError, args[0]);
         return nullptr;
     }
-    PyObject *value = e->value;  // the table's reference to it becomes ours
+    take(m, e);                  // found in the table: there
+    PyObject *value = e->value;  // the entry's reference to it becomes ours
     e->value = nullptr;
-    take(m, e);
     Py_DECREF(e);
     return value;
 }
@@ -625,9 +646,12 @@ PyObject *ephemeron_detach(EphemeronEntry *entry) {
     if (m == nullptr || entry->value == nullptr) {
         return nullptr;  // removed already, or its key is dying and the callback will
     }
+    if (take(m, entry) == nullptr) {
+        return nullptr;  // being released by clear_table
+    }
     PyObject *value = entry->value;
     entry->value = nullptr;
-    Py_DECREF(take(m, entry));  // the caller's reference keeps it
+    Py_DECREF(entry);  // the table's; the caller's reference keeps it
     state.removed_by_collector++;
     return value;
 }

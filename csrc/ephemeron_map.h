@@ -38,7 +38,9 @@ struct EphemeronEntry {
     // ref.wr_object is the key (weak), ref.wr_callback the map's KeyDeath
     // object (owned by the weak reference).
     PyWeakReference ref;
-    // Owned. NULL once the entry left its map (then it is never put back).
+    // Owned. Never NULL while the entry is in its map's table; NULL once it
+    // left and its value was released (an entry is never put back). An entry
+    // that clear() took out keeps its value until clear() releases both.
     PyObject *value;
     // The key's address, which hashes the entry's table slot: the callback
     // needs it after CPython has cleared ref.wr_object.

@@ -56,3 +56,16 @@ def subprocess_env() -> dict:
     paths = [p for p in sys.path if p and os.path.isdir(os.path.join(p, "coextra"))]
     env["PYTHONPATH"] = os.pathsep.join(paths + [env.get("PYTHONPATH", "")])
     return env
+
+
+def in_child(body) -> int:
+    """Runs body() in a forked child; its exit status (0: body returned True)."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            code = 0 if body() else 3
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)

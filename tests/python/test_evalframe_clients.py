@@ -18,7 +18,7 @@ import pytest
 import coextra
 from capi_ext import load
 from coextra import _coextra, evalframe
-from conftest import make_function
+from conftest import in_child, make_function
 
 bench = load("_capi_bench")
 
@@ -269,19 +269,6 @@ def test_the_context_manager_restores_the_trace_option():
 
 
 # --- fork() ----------------------------------------------------------------
-
-
-def in_child(body) -> int:
-    """Runs body() in a forked child; its exit status (0: body returned True)."""
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            code = 0 if body() else 3
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status)
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # fork with threads (3.12+)

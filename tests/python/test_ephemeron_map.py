@@ -1,0 +1,1345 @@
+"""coextra.EphemeronMap: a mutable mapping from weakly referenceable keys,
+compared by identity, to values, whose entries live exactly as long as their
+key is reachable from outside the values of every ephemeron map and code cache.
+
+- The mapping API, its errors, and identity (not equality) of keys.
+- A key that dies by reference counting takes its entry and value with it at
+  once, without the GC.
+- A key reachable only through values (its own, other entries', other maps',
+  code caches') is found by ``coextra.collect()`` and its entry removed, after
+  which the ordinary GC frees the rest; ``gc.collect()`` alone does the same
+  when automatic collection is on. A key reachable from anything else keeps
+  its entry. A ``weakref.WeakKeyDictionary`` (the control) leaks every such
+  shape.
+- Finalizers of values may use the map while an entry is being removed;
+  threads, fork() and interpreter exit leave it consistent.
+
+A collected shape is a function ``shape(m, m2, i)`` that builds one instance
+in the maps ``m`` and ``m2`` and returns ``(watched, root, removed)``: the
+objects that must die once the instance is garbage, the object that keeps the
+instance alive in the live variant (the dead variant drops it), and how many
+entries and holders ``coextra.collect()`` removes for it.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import functools
+import gc
+import os
+import random
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import types
+import weakref
+
+import pytest
+
+import coextra
+from conftest import in_child, make_function, subprocess_env
+
+INSTANCES = 4
+
+
+class Key:
+    """A plain weakly referenceable key."""
+
+
+class Plain:
+    def __init__(self, value=None):
+        self.value = value
+
+
+class Same:
+    """Equal to everything, with one hash: only identity tells two apart."""
+
+    def __eq__(self, other):
+        return True
+
+    def __hash__(self):
+        return 0
+
+
+def problems(m) -> list:
+    """Why m is not a consistent mapping ([] when it is). Returns instead of
+    asserting, so that finalizers and threads can call it."""
+    found = []
+    items = m.items()
+    if not (len(m) == len(items) == len(m.keys()) == len(m.values()) == len(list(m))):
+        found.append(f"len {len(m)} but {len(items)} items")
+    if len({id(k) for k, _ in items}) != len(items):
+        found.append("a key appears twice")
+    for k, v in items:
+        if k is None:
+            found.append(f"None is listed as a key (value {v!r})")
+        elif k not in m or m.get(k, found) is not v:
+            found.append(f"{k!r} is listed but not found")
+    return found
+
+
+@pytest.fixture
+def explicit_collection_only():
+    """Automatic collection off: these tests prove what collect() does."""
+    before = coextra.get_auto_collect()
+    coextra.set_auto_collect(False)
+    yield
+    coextra.set_auto_collect(before)
+
+
+@pytest.fixture
+def automatic_collection_on():
+    before = coextra.get_auto_collect()
+    coextra.set_auto_collect(True)
+    yield
+    coextra.set_auto_collect(before)
+
+
+# =============================================================================
+# 1. The mapping API
+# =============================================================================
+
+
+def test_set_get_len_contains_and_delete():
+    m = coextra.EphemeronMap()
+    a, b = Key(), Key()
+    value = Plain()
+    m[a] = value
+    m[b] = "b"
+    assert len(m) == 2
+    assert m[a] is value and m[b] == "b"
+    assert a in m and b in m and Key() not in m
+    del m[a]
+    assert a not in m and len(m) == 1
+    assert m.get(a) is None
+
+
+def test_missing_keys_raise_key_error_naming_the_key():
+    m = coextra.EphemeronMap()
+    k = Key()
+    for operation in (lambda: m[k], lambda: m.__delitem__(k), lambda: m.pop(k)):
+        with pytest.raises(KeyError) as excinfo:
+            operation()
+        assert excinfo.value.args == (k,)
+
+
+def test_get_and_pop_defaults():
+    m = coextra.EphemeronMap()
+    k, missing = Key(), Key()
+    m[k] = "v"
+    assert m.get(k) == "v" and m.get(k, "d") == "v"
+    assert m.get(missing) is None and m.get(missing, "d") == "d"
+    assert m.pop(missing, "d") == "d" and len(m) == 1
+    assert m.pop(k) == "v" and k not in m and len(m) == 0
+    assert m.pop(k, None) is None
+
+
+def test_setdefault_sets_only_a_missing_key_and_returns_the_value():
+    m = coextra.EphemeronMap()
+    a, b = Key(), Key()
+    assert m.setdefault(a) is None and a in m and m[a] is None
+    assert m.setdefault(b, "first") == "first"
+    assert m.setdefault(b, "second") == "first" and m[b] == "first"
+    assert len(m) == 2
+
+
+def test_popitem_removes_and_returns_each_pair_then_raises_when_empty():
+    m = coextra.EphemeronMap()
+    keys = [Key() for _ in range(5)]
+    for i, k in enumerate(keys):
+        m[k] = i
+    popped = [m.popitem() for _ in keys]
+    assert sorted(v for _, v in popped) == list(range(5))
+    assert all(keys[v] is k for k, v in popped)
+    assert len(m) == 0
+    with pytest.raises(KeyError, match="EphemeronMap is empty"):
+        m.popitem()
+
+
+def test_clear_removes_every_entry_and_frees_the_values():
+    m = coextra.EphemeronMap()
+    keys = [Key() for _ in range(10)]
+    values = [Plain() for _ in keys]
+    refs = [weakref.ref(v) for v in values]
+    for k, v in zip(keys, values):
+        m[k] = v
+    del values, v
+    m.clear()
+    assert len(m) == 0 and m.keys() == [] and all(k not in m for k in keys)
+    assert all(r() is None for r in refs)
+    m[keys[0]] = "again"  # still usable
+    assert m[keys[0]] == "again"
+
+
+def test_setting_an_existing_key_replaces_the_value_and_frees_the_old_one():
+    m = coextra.EphemeronMap()
+    k = Key()
+    old = Plain()
+    old_ref = weakref.ref(old)
+    m[k] = old
+    del old
+    m[k] = "new"
+    assert old_ref() is None and m[k] == "new" and len(m) == 1
+
+
+def test_keys_are_compared_by_identity_not_equality():
+    m = coextra.EphemeronMap()
+    a, b = Same(), Same()
+    assert a == b and hash(a) == hash(b)
+    m[a] = "a"
+    assert b not in m and m.get(b) is None
+    m[b] = "b"
+    assert len(m) == 2 and m[a] == "a" and m[b] == "b"
+    del m[a]
+    assert m[b] == "b" and a not in m
+
+
+NOT_WEAKREFABLE = [1, "text", (1, 2), None]
+
+KEY_OPERATIONS = {
+    "setitem": lambda m, k: m.__setitem__(k, 1),
+    "getitem": lambda m, k: m[k],
+    "get": lambda m, k: m.get(k),
+    "get_with_default": lambda m, k: m.get(k, 0),
+    "delitem": lambda m, k: m.__delitem__(k),
+    "pop": lambda m, k: m.pop(k),
+    "pop_with_default": lambda m, k: m.pop(k, 0),
+    "setdefault": lambda m, k: m.setdefault(k),
+    "update": lambda m, k: m.update([(k, 1)]),
+    "constructor": lambda m, k: coextra.EphemeronMap([(k, 1)]),
+}
+
+
+@pytest.mark.parametrize("operation", KEY_OPERATIONS.values(), ids=KEY_OPERATIONS.keys())
+def test_keys_that_cannot_be_weakly_referenced_raise_type_error(operation):
+    m = coextra.EphemeronMap()
+    other = Key()
+    m[other] = "other"  # a non-empty map, so that no early exit hides the check
+    for key in NOT_WEAKREFABLE:
+        expected = f"keys must support weak references, not '{type(key).__name__}'"
+        with pytest.raises(TypeError, match=expected):
+            operation(m, key)
+    assert m.items() == [(other, "other")]
+
+
+@pytest.mark.parametrize("key", NOT_WEAKREFABLE, ids=lambda k: type(k).__name__)
+def test_contains_is_false_for_keys_that_cannot_be_weakly_referenced(key):
+    """As weakref.WeakKeyDictionary answers."""
+    m = coextra.EphemeronMap()
+    other = Key()
+    m[other] = "other"
+    assert (key in m) is False
+    assert (key in weakref.WeakKeyDictionary()) is False
+
+
+def test_wrong_arguments_raise_type_error_or_value_error():
+    m = coextra.EphemeronMap()
+    k = Key()
+    with pytest.raises(TypeError):
+        m.get()
+    with pytest.raises(TypeError):
+        m.get(k, 1, 2)
+    with pytest.raises(TypeError):
+        m.pop()
+    with pytest.raises(TypeError):
+        m.setdefault()
+    with pytest.raises(TypeError):
+        m.update({}, {})
+    with pytest.raises(TypeError):
+        m.update(5)  # neither a mapping nor an iterable
+    with pytest.raises(ValueError, match="pair"):
+        m.update([(k,)])
+    with pytest.raises(TypeError, match="keyword"):
+        coextra.EphemeronMap(x=1)
+    with pytest.raises(TypeError):
+        coextra.EphemeronMap({}, {})
+    assert len(m) == 0
+
+
+def test_is_a_mutable_mapping():
+    m = coextra.EphemeronMap()
+    assert isinstance(m, collections.abc.MutableMapping)
+    assert isinstance(m, collections.abc.Mapping)
+    assert issubclass(coextra.EphemeronMap, collections.abc.MutableMapping)
+
+
+def test_keys_values_items_are_list_snapshots_unaffected_by_later_changes():
+    m = coextra.EphemeronMap()
+    a, b, c = Key(), Key(), Key()
+    m[a], m[b] = "a", "b"
+    keys, values, items = m.keys(), m.values(), m.items()
+    assert type(keys) is list and type(values) is list and type(items) is list
+    m[c] = "c"
+    del m[a]
+    m[b] = "B"
+    assert {id(k) for k in keys} == {id(a), id(b)}
+    assert sorted(values) == ["a", "b"]
+    assert sorted((v, id(k)) for k, v in items) == sorted([("a", id(a)), ("b", id(b))])
+    assert {id(k) for k in m.keys()} == {id(b), id(c)}
+    assert {id(k): v for k, v in m.items()} == {id(b): "B", id(c): "c"}
+
+
+def test_iteration_is_over_a_snapshot_so_mutating_meanwhile_is_safe():
+    m = coextra.EphemeronMap()
+    keys = [Key() for _ in range(20)]
+    for i, k in enumerate(keys):
+        m[k] = i
+    added = []
+    visited = []
+    for k in m:
+        visited.append(k)
+        del m[k]
+        new = Key()
+        added.append(new)
+        m[new] = "new"  # grows the table while iterating
+    assert {id(k) for k in visited} == {id(k) for k in keys}, "the keys at the start, each once"
+    assert len(m) == len(added) and all(m[k] == "new" for k in added)
+    assert problems(m) == []
+
+
+def test_update_and_the_constructor_take_mappings_and_iterables_of_pairs():
+    a, b, c, d = Key(), Key(), Key(), Key()
+    m = coextra.EphemeronMap({a: 1})
+    m.update([(b, 2)])
+    m.update(pair for pair in [(c, 3)])
+    wkd = weakref.WeakKeyDictionary({d: 4})
+    m.update(wkd)
+    m.update()
+    assert {id(k): v for k, v in m.items()} == {id(a): 1, id(b): 2, id(c): 3, id(d): 4}
+    copy = coextra.EphemeronMap(m)
+    assert {id(k): v for k, v in copy.items()} == {id(a): 1, id(b): 2, id(c): 3, id(d): 4}
+    copy.update({a: "replaced"})
+    assert copy[a] == "replaced" and m[a] == 1
+    assert len(coextra.EphemeronMap()) == 0
+
+
+def test_repr_counts_the_entries():
+    m = coextra.EphemeronMap()
+    assert repr(m) == "<coextra.EphemeronMap with 0 entries>"
+    k1, k2 = Key(), Key()
+    m[k1] = 1
+    assert repr(m) == "<coextra.EphemeronMap with 1 entry>"
+    m[k2] = 2
+    assert repr(m) == "<coextra.EphemeronMap with 2 entries>"
+
+
+def test_stats_count_maps_and_entries():
+    before = coextra.stats()
+    m = coextra.EphemeronMap()
+    keys = [Key() for _ in range(3)]
+    for k in keys:
+        m[k] = "v"
+    s = coextra.stats()
+    assert s["ephemeron_maps"] == before["ephemeron_maps"] + 1
+    assert s["ephemeron_entries"] == before["ephemeron_entries"] + 3
+    assert s["ephemeron_entries_alive"] == before["ephemeron_entries_alive"] + 3
+    del m[keys[0]]
+    assert coextra.stats()["ephemeron_entries"] == before["ephemeron_entries"] + 2
+    del m
+    s = coextra.stats()
+    assert s["ephemeron_maps"] == before["ephemeron_maps"]
+    assert s["ephemeron_entries"] == before["ephemeron_entries"]
+    assert s["ephemeron_entries_alive"] == before["ephemeron_entries_alive"]
+
+
+def test_random_operations_agree_with_a_dict_keyed_by_identity():
+    """The table (open addressing, backward-shift deletion, growth) against a
+    model, with keys that die by reference counting meanwhile."""
+    rng = random.Random(20240601)
+    m = coextra.EphemeronMap()
+    model: dict = {}  # id(key) -> (key, value)
+    pool = [Key() for _ in range(150)]
+    for step in range(6000):
+        op = rng.random()
+        k = rng.choice(pool)
+        if op < 0.35:
+            value = ("v", step)
+            m[k] = value
+            model[id(k)] = (k, value)
+        elif op < 0.55:
+            expected = model.pop(id(k), (None, "missing"))[1]
+            assert m.pop(k, "missing") == expected
+        elif op < 0.7:
+            assert m.get(k, "missing") == model.get(id(k), (None, "missing"))[1]
+            assert (k in m) == (id(k) in model)
+        elif op < 0.8:
+            value = ("d", step)
+            assert m.setdefault(k, value) == model.setdefault(id(k), (k, value))[1]
+        elif op < 0.95:  # the key dies: its entry goes with it
+            i = pool.index(k)
+            model.pop(id(k), None)
+            pool[i] = Key()
+            del k
+        elif op < 0.995 and model:
+            key, value = m.popitem()
+            assert model.pop(id(key)) == (key, value)
+            del key
+        else:
+            m.clear()
+            model.clear()
+        assert len(m) == len(model), f"step {step}"
+        if step % 97 == 0:
+            assert {id(k): v for k, v in m.items()} == {i: v for i, (_, v) in model.items()}
+    assert problems(m) == []
+
+
+# --- explain --------------------------------------------------------------------
+
+
+def test_explain_gives_the_path_from_the_entry_back_to_the_key():
+    m = coextra.EphemeronMap()
+    k = Key()
+    value = Plain([k])
+    m[k] = value
+    paths = coextra.explain(k, m)
+    assert paths, "there is a path entry -> value -> ... -> key"
+    shortest = paths[0]
+    assert isinstance(shortest[0], weakref.ref) and shortest[0]() is k, "the entry (a weak reference to k)"
+    assert shortest[1] is value
+    assert any(step is value.value for step in shortest), "the list is a hop"
+    assert shortest[-1] is k
+
+
+def test_explain_follows_other_entries():
+    m = coextra.EphemeronMap()
+    a, b = Key(), Key()
+    m[a] = [b]
+    m[b] = [a]
+    paths = coextra.explain(a, m)
+    assert paths and paths[0][-1] is a
+    assert any(step is b for step in paths[0]), "a -> [b] -> b -> b's entry -> [a] -> a"
+
+
+def test_explain_is_empty_without_an_entry_or_a_path():
+    m = coextra.EphemeronMap()
+    k = Key()
+    assert coextra.explain(k, m) == []
+    m[k] = ("no", "reference")
+    assert coextra.explain(k, m) == []
+    assert coextra.explain(Key(), m) == []
+
+
+def test_explain_rejects_a_map_that_is_not_an_ephemeron_map():
+    with pytest.raises(TypeError, match="must be an EphemeronMap"):
+        coextra.explain(Key(), {})
+
+
+# =============================================================================
+# 2. Collected shapes, and 3. the same shapes kept while their root lives
+# =============================================================================
+
+
+def runtime_class(i, bases=()):
+    return type(f"Runtime{i}", bases, {"__module__": __name__})
+
+
+class WithMethod:
+    def method(self):
+        return self
+
+
+def shape_value_is_the_key(m, m2, i):
+    k = Key()
+    m[k] = k
+    return [k], k, 1
+
+
+def shape_key_in_a_list(m, m2, i):
+    k = Key()
+    m[k] = ["compiled", k]
+    return [k], k, 1
+
+
+def shape_key_in_a_dict(m, m2, i):
+    k = Key()
+    m[k] = {"key": k, "n": i}
+    return [k], k, 1
+
+
+def shape_closure_over_the_key(m, m2, i):
+    k = Key()
+    m[k] = lambda: k
+    return [k], k, 1
+
+
+def shape_functools_partial_over_the_key(m, m2, i):
+    k = Key()
+    m[k] = functools.partial(print, k)
+    return [k], k, 1
+
+
+def shape_bound_method_of_the_key(m, m2, i):
+    k = WithMethod()
+    m[k] = k.method
+    return [k], k, 1
+
+
+def shape_class_key_with_an_instance_value(m, m2, i):
+    cls = runtime_class(i)
+    m[cls] = cls()
+    return [cls], cls, 1
+
+
+def shape_class_key_with_a_subclass_value(m, m2, i):
+    cls = runtime_class(i)
+    m[cls] = runtime_class(i, (cls,))
+    return [cls], cls, 1
+
+
+def shape_runtime_module_key(m, m2, i):
+    module = types.ModuleType(f"coextra_test_ephemeron_runtime_{i}")
+    assert module.__name__ not in sys.modules
+    m[module] = types.SimpleNamespace(module=module)
+    return [module], module, 1
+
+
+class Namespace(types.SimpleNamespace):
+    """types.SimpleNamespace itself cannot be weakly referenced; a subclass can."""
+
+
+def shape_simple_namespace_key(m, m2, i):
+    ns = Namespace(n=i)
+    m[ns] = {"namespace": ns}
+    return [ns], ns, 1
+
+
+def shape_code_object_key(m, m2, i):
+    f = make_function(f"def f{i}(x):\n    return x + {i}\n", f"f{i}")
+    m[f.__code__] = [f.__code__]
+    return [f.__code__], f, 1
+
+
+def shape_entries_referencing_each_others_keys(m, m2, i):
+    a, b = Key(), Key()
+    m[a] = [b]
+    m[b] = [a]
+    return [a, b], a, 2
+
+
+def shape_entries_of_two_maps_referencing_each_others_keys(m, m2, i):
+    a, b = Key(), Key()
+    m[a] = Plain(b)
+    m2[b] = Plain(a)
+    return [a, b], a, 2
+
+
+def shape_key_reached_through_another_entry_of_the_same_map(m, m2, i):
+    a, b, c = Key(), Key(), Key()  # a -> [b] -> b's entry -> [c] -> c's entry -> [a]
+    m[a] = [b]
+    m[b] = [c]
+    m[c] = [a]
+    return [a, b, c], a, 3
+
+
+def shape_cycle_through_a_code_cache(m, m2, i):
+    """key -> its entry -> function -> code -> holder -> product -> key."""
+    f = make_function(f"def f{i}(x):\n    return x + {i}\n", f"f{i}")
+    k = Key()
+    coextra.attach(f, [k])
+    m[k] = [f]
+    return [k, f.__code__], k, 2  # one entry and one holder
+
+
+SHAPES = [value for name, value in sorted(globals().items()) if name.startswith("shape_")]
+SHAPE_IDS = [s.__name__[len("shape_"):] for s in SHAPES]
+
+
+def build(shape, m, m2):
+    watched, roots, removed = [], [], 0
+    for i in range(INSTANCES):
+        objects, root, count = shape(m, m2, i)
+        watched.extend(weakref.ref(o) for o in objects)
+        roots.append(root)
+        removed += count
+        del objects, root
+    return watched, roots, removed
+
+
+def alive(watched):
+    return [r for r in watched if r() is not None]
+
+
+@pytest.mark.usefixtures("explicit_collection_only")
+@pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
+def test_dead_shape_stays_until_collect_removes_it(shape):
+    m, m2 = coextra.EphemeronMap(), coextra.EphemeronMap()
+    watched, roots, removed = build(shape, m, m2)
+    entries = len(m) + len(m2)
+    before = coextra.stats()["ephemeron_removed_by_collector"]
+    del roots
+    gc.collect()
+    assert len(m) + len(m2) == entries, "the GC alone removes nothing"
+    assert len(alive(watched)) == len(watched), "the keys are reachable through the values"
+    assert coextra.collect() == removed
+    assert len(m) + len(m2) == 0
+    assert coextra.stats()["ephemeron_removed_by_collector"] == before + entries
+    gc.collect()
+    assert alive(watched) == []
+    assert problems(m) == [] and problems(m2) == []
+
+
+@pytest.mark.usefixtures("explicit_collection_only")
+@pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
+def test_live_shape_keeps_every_entry(shape):
+    m, m2 = coextra.EphemeronMap(), coextra.EphemeronMap()
+    watched, roots, removed = build(shape, m, m2)
+    entries = len(m) + len(m2)
+    gc.collect()
+    assert coextra.collect() == 0
+    gc.collect()
+    assert len(m) + len(m2) == entries
+    assert len(alive(watched)) == len(watched)
+    del roots  # and once the roots go, the same entries are garbage
+    gc.collect()
+    assert coextra.collect() == removed
+
+
+# --- kept -------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("explicit_collection_only")
+def test_kept_while_a_variable_holds_the_key():
+    m = coextra.EphemeronMap()
+    k = Key()
+    m[k] = [k]
+    assert coextra.collect() == 0
+    gc.collect()
+    assert m[k][0] is k and len(m) == 1
+
+
+@pytest.mark.usefixtures("explicit_collection_only")
+@pytest.mark.parametrize("key_is", ["module_attribute", "the_module_itself"])
+def test_kept_while_a_module_in_sys_modules_holds_the_key(key_is):
+    module = types.ModuleType("coextra_test_ephemeron_module")
+    m = coextra.EphemeronMap()
+    sys.modules[module.__name__] = module
+    try:
+        if key_is == "module_attribute":
+            module.key = Key()
+            m[module.key] = Plain(module.key)
+            key_ref = weakref.ref(module.key)
+        else:
+            m[module] = [module]
+            key_ref = weakref.ref(module)
+        assert coextra.collect() == 0
+        assert key_ref() in m and len(m) == 1
+    finally:
+        del sys.modules[module.__name__]
+    del module
+    gc.collect()
+    assert coextra.collect() == 1
+    gc.collect()
+    assert key_ref() is None and len(m) == 0
+
+
+@pytest.mark.usefixtures("explicit_collection_only")
+def test_kept_while_a_suspended_generator_holds_the_key_in_a_local():
+    def holding(key):
+        yield
+        yield key
+
+    m = coextra.EphemeronMap()
+    k = Key()
+    m[k] = Plain(k)
+    key_ref = weakref.ref(k)
+    generator = holding(k)
+    next(generator)
+    del k
+    assert coextra.collect() == 0, "the generator's frame holds the key"
+    assert key_ref() in m
+    generator.close()
+    del generator
+    assert len(m) == 1, "the value still holds the key: only the collector can tell"
+    assert coextra.collect() == 1
+    gc.collect()
+    assert key_ref() is None
+
+
+@pytest.mark.usefixtures("explicit_collection_only")
+def test_kept_while_the_running_frame_holds_the_key():
+    m = coextra.EphemeronMap()
+    box = [Key()]
+    m[box[0]] = [box[0]]
+
+    def run():
+        key = box.pop()  # the only outside reference is this frame's local
+        gc.collect()
+        return coextra.collect(), key in m
+
+    assert run() == (0, True)
+    assert coextra.collect() == 1 and len(m) == 0
+
+
+@pytest.mark.usefixtures("explicit_collection_only")
+def test_kept_while_the_key_of_a_live_entry_reaches_it():
+    """A is alive outside, A's value references B, B's value references B:
+    B stays. Once A dies by reference counting, B is garbage."""
+    m = coextra.EphemeronMap()
+    a, b = Key(), Key()
+    m[a] = [b]
+    m[b] = [b]
+    b_ref = weakref.ref(b)
+    del b
+    assert coextra.collect() == 0
+    gc.collect()
+    assert len(m) == 2 and m[b_ref()] == [b_ref()] and m[a][0] is b_ref()
+    del a  # its entry goes at once; [b] with it
+    assert len(m) == 1 and b_ref() is not None
+    assert coextra.collect() == 1
+    gc.collect()
+    assert b_ref() is None and len(m) == 0
+
+
+@pytest.mark.usefixtures("explicit_collection_only")
+def test_kept_while_a_live_entry_of_another_map_reaches_it():
+    m, m2 = coextra.EphemeronMap(), coextra.EphemeronMap()
+    a, b = Key(), Key()
+    m[a] = Plain(b)
+    m2[b] = Plain(b)
+    b_ref = weakref.ref(b)
+    del b
+    assert coextra.collect() == 0 and len(m2) == 1
+    del a
+    assert coextra.collect() == 1 and len(m2) == 0
+    gc.collect()
+    assert b_ref() is None
+
+
+@pytest.mark.usefixtures("explicit_collection_only")
+def test_kept_while_a_live_code_cache_reaches_it():
+    m = coextra.EphemeronMap()
+    f = make_function()
+    k = Key()
+    coextra.attach(f, ("compiled", k))
+    m[k] = [k]
+    key_ref = weakref.ref(k)
+    del k
+    assert coextra.collect() == 0, "f is alive, so is its cache, so is the key"
+    assert len(m) == 1
+    del f
+    gc.collect()  # frees f and its code; the holder goes with the code
+    assert coextra.collect() == 1 and len(m) == 0
+    gc.collect()
+    assert key_ref() is None
+
+
+@pytest.mark.usefixtures("explicit_collection_only")
+def test_kept_when_its_value_references_a_code_object_an_earlier_pass_seeded():
+    """A pass with no holder to seed (only map keys) must not reuse what an
+    earlier pass knew of code objects: here f's code, seeded by the first
+    pass, is referenced by the value of a key that a variable holds."""
+    f = make_function()
+    coextra.attach(f, "product")
+    assert coextra.collect() == 0  # a pass seeded with f's code
+    assert coextra.detach(f)  # no holder left: the next pass seeds map keys only
+    m = coextra.EphemeronMap()
+    key = Key()
+    m[key] = [f.__code__]
+    assert coextra.collect() == 0, "the key is alive: its entry must stay"
+    assert key in m and m[key] == [f.__code__]
+
+
+@pytest.mark.usefixtures("automatic_collection_on")
+def test_automatic_collection_keeps_an_entry_whose_value_references_a_cached_code():
+    """As above, through a generation pass over the maps alone (every holder
+    old): a live function with a cache, and a live key whose value references
+    its code."""
+    f = make_function()
+    coextra.attach(f, "product")
+    assert coextra.collect() == 0  # f's holder is old now
+    m = coextra.EphemeronMap()
+    key = Key()
+    m[key] = [f.__code__]
+    gc.collect()
+    assert key in m, "the key is alive: its entry must stay"
+    assert coextra.holder(f) is not None
+
+
+def test_a_map_only_pass_after_a_large_pass_is_safe():
+    """In a child interpreter (a crash must not end the suite): a large pass
+    seeds the codes of many holders; after reset(), a pass over a map whose
+    live key's value references one of those codes keeps the entry. Several
+    rounds of growing size, so that what a wrong node index reaches differs."""
+    script = textwrap.dedent(
+        """
+        import coextra
+        coextra.set_auto_collect(False)
+
+        class Key:
+            pass
+
+        results = []
+        for round in range(6):
+            functions = []
+            for i in range(300 + 100 * round):
+                ns = {}
+                exec(f"def f{i}(x):\\n    return x\\n", ns)
+                coextra.attach(ns[f"f{i}"], [[[] for _ in range(10)] for _ in range(20)])
+                functions.append(ns[f"f{i}"])
+            assert coextra.collect() == 0
+            coextra.reset()
+            m = coextra.EphemeronMap()
+            key = Key()
+            m[key] = [functions[-1].__code__]
+            results.append((coextra.collect(), key in m))
+            del m, key, functions
+        print(results)
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=subprocess_env(), timeout=60
+    )
+    assert proc.returncode == 0, f"exit status {proc.returncode}: {proc.stderr}"
+    assert proc.stdout == str([(0, True)] * 6) + "\n" and proc.stderr == ""
+
+
+# =============================================================================
+# 4. The control: a WeakKeyDictionary leaks every one of these shapes
+# =============================================================================
+
+# A SimpleNamespace is unhashable: a WeakKeyDictionary cannot hold it at all.
+CONTROL_SHAPES = [s for s in SHAPES if s is not shape_simple_namespace_key]
+
+
+@pytest.mark.parametrize("shape", CONTROL_SHAPES, ids=[s.__name__[len("shape_"):] for s in CONTROL_SHAPES])
+def test_weak_key_dictionary_leaks_the_same_shape(shape):
+    m, m2 = weakref.WeakKeyDictionary(), weakref.WeakKeyDictionary()
+    watched, roots, _ = build(shape, m, m2)
+    entries = len(m) + len(m2)
+    del roots
+    gc.collect()
+    coextra.collect()
+    gc.collect()
+    assert len(alive(watched)) == len(watched), "the WeakKeyDictionary must leak: it is the control"
+    assert len(m) + len(m2) == entries
+    m.clear()
+    m2.clear()
+    gc.collect()
+    coextra.collect()  # the code cache shape: its holder goes with its code
+    gc.collect()
+    assert alive(watched) == []
+
+
+# =============================================================================
+# 5. Death by reference counting
+# =============================================================================
+
+
+@pytest.fixture
+def gc_disabled():
+    enabled = gc.isenabled()
+    gc.disable()
+    yield
+    if enabled:
+        gc.enable()
+
+
+@pytest.mark.usefixtures("gc_disabled")
+def test_entry_and_value_go_at_once_when_the_key_dies():
+    m = coextra.EphemeronMap()
+    keep, k = Key(), Key()
+    m[keep] = "kept"
+    value = Plain(["payload"])
+    value_ref = weakref.ref(value)
+    m[k] = value
+    entries = coextra.stats()["ephemeron_entries"]
+    del value
+    del k
+    assert len(m) == 1 and m.keys() == [keep]
+    assert value_ref() is None, "the value is freed with the entry, no GC needed"
+    assert coextra.stats()["ephemeron_entries"] == entries - 1
+
+
+@pytest.mark.usefixtures("gc_disabled")
+def test_many_keys_dying_leave_the_table_consistent():
+    m = coextra.EphemeronMap()
+    keys = [Key() for _ in range(500)]
+    for i, k in enumerate(keys):
+        m[k] = i
+    del k
+    survivors = keys[::3]
+    del keys  # two thirds die, in insertion order
+    assert len(m) == len(survivors)
+    assert all(m[k] == i * 3 for i, k in enumerate(survivors))
+    assert problems(m) == []
+
+
+@pytest.mark.usefixtures("gc_disabled")
+def test_a_map_that_dies_first_frees_its_values_and_leaves_its_keys_alone():
+    m = coextra.EphemeronMap()
+    k = Key()
+    value = Plain()
+    value_ref, map_ref = weakref.ref(value), weakref.ref(m)
+    m[k] = value
+    del value, m
+    assert map_ref() is None and value_ref() is None
+    assert weakref.getweakrefcount(k) == 0
+    del k  # no entry, no callback left to call
+
+
+def test_an_entry_held_from_outside_owns_nothing_once_it_leaves_its_map():
+    """An entry is a weak reference to its key (weakref.getweakrefs lists it):
+    holding one keeps neither the value of a removed entry nor the map."""
+    m = coextra.EphemeronMap()
+    k = Key()
+    value = Plain()
+    value_ref = weakref.ref(value)
+    m[k] = value
+    del value
+    entries = [r for r in weakref.getweakrefs(k) if r() is k]
+    assert len(entries) == 1
+    del m[k]
+    assert value_ref() is None
+    m[k] = Plain()
+    map_ref = weakref.ref(m)
+    del m
+    gc.collect()
+    assert map_ref() is None
+    del k  # the held entries' key dies after their map: nothing to remove
+    assert entries[0]() is None
+    del entries
+
+
+def test_a_map_referenced_only_by_its_own_values_is_ordinary_garbage():
+    m = coextra.EphemeronMap()
+    k = Key()
+    m[k] = (m, k)
+    map_ref, key_ref = weakref.ref(m), weakref.ref(k)
+    del m, k
+    gc.collect()
+    assert map_ref() is None and key_ref() is None
+
+
+def test_a_dying_key_is_gone_from_the_map_for_its_other_weakref_callbacks():
+    """A weak reference callback of the same key that runs before the entry's
+    (one made after the entry) sees the map without the dying key: no
+    snapshot or iteration yields it (or None in its place). (len() may still
+    count it there, as WeakKeyDictionary's does.)"""
+    m = coextra.EphemeronMap()
+    k, other = Key(), Key()
+    m[k] = "dying"
+    m[other] = "other"
+    seen = []
+
+    def callback(ref):
+        seen.append((m.keys(), m.values(), m.items(), list(m)))
+
+    watcher = weakref.ref(k, callback)
+    del k
+    assert len(seen) == 1
+    keys, values, items, iterated = seen[0]
+    assert None not in keys and None not in iterated and all(key is not None for key, _ in items)
+    assert keys == [other] and values == ["other"] and items == [(other, "other")] and iterated == [other]
+    assert m.items() == [(other, "other")], "and once the callbacks ran, the entry is gone"
+    del watcher
+
+
+def test_popitem_never_returns_a_dying_key():
+    m = coextra.EphemeronMap()
+    k, other = Key(), Key()
+    m[k] = "dying"
+    m[other] = "other"
+    popped = []
+
+    def callback(ref):
+        while True:
+            try:
+                popped.append(m.popitem())
+            except KeyError:
+                return
+
+    watcher = weakref.ref(k, callback)
+    del k
+    assert popped == [(other, "other")]
+    assert len(m) == 0
+    del watcher
+
+
+# =============================================================================
+# 6. Reentrancy: finalizers of values use the map while an entry goes
+# =============================================================================
+
+
+class Finalized:
+    """A value whose __del__ runs `action` and records the outcome (an
+    exception is recorded, not raised, so the test sees it)."""
+
+    def __init__(self, action, key=None):
+        self.action = action
+        self.key = key
+
+    def __del__(self):
+        try:
+            log.append(("ok", self.action(self)))
+        except BaseException as error:  # noqa: BLE001 (the test reports it)
+            log.append(("error", repr(error)))
+
+
+log: list = []
+
+REMOVALS = ["del", "pop", "overwrite", "clear", "key_death", "collect"]
+ACTIONS = ["read", "write", "delete_other", "set_same_key", "nested_collect"]
+
+
+@pytest.mark.usefixtures("explicit_collection_only")
+@pytest.mark.parametrize("action", ACTIONS)
+@pytest.mark.parametrize("removal", REMOVALS)
+def test_a_finalizer_may_use_the_map_while_its_entry_is_removed(removal, action):
+    m = coextra.EphemeronMap()
+    keepers = [Key() for _ in range(30)]
+    for i, keeper in enumerate(keepers):
+        m[keeper] = i
+    added: list = []
+
+    def write(v):
+        for _ in range(40):  # enough to grow the table
+            added.append(Key())
+            m[added[-1]] = "added"
+
+    actions = {
+        "read": lambda v: (problems(m), m.get(keepers[1]), len(m)),
+        "write": write,
+        "delete_other": lambda v: m.pop(keepers[0], None),
+        "set_same_key": lambda v: m.__setitem__(v.key, "again") if v.key is not None else None,
+        "nested_collect": lambda v: coextra.collect(),
+    }
+    log.clear()
+    try:
+        k = Key()
+        holds_key = removal != "key_death"  # a dying key cannot be held by its value
+        m[k] = Finalized(actions[action], k if holds_key else None)
+        key_ref = weakref.ref(k)
+        if removal == "del":
+            del m[k]
+        elif removal == "pop":
+            m.pop(k)
+        elif removal == "overwrite":
+            m[k] = "new"
+        elif removal == "clear":
+            m.clear()
+        elif removal == "key_death":
+            del k
+        elif removal == "collect":
+            del k
+            assert coextra.collect() == 1
+        gc.collect()
+        outcomes = list(log)
+    finally:
+        log.clear()
+    assert len(outcomes) == 1 and outcomes[0][0] == "ok", outcomes
+    result = outcomes[0][1]
+    if action == "read":
+        assert result[0] == [], "the map is consistent inside the finalizer"
+        assert result[1] == (None if removal == "clear" else 1)
+    if action == "nested_collect" and removal == "collect":
+        assert result == 0, "a nested collect() returns 0 at once"
+    assert problems(m) == []
+
+    # What is in the map afterwards.
+    expected = {} if removal == "clear" else {id(keeper): i for i, keeper in enumerate(keepers)}
+    if action == "delete_other":
+        expected.pop(id(keepers[0]), None)
+    if action == "write":
+        expected.update((id(a), "added") for a in added)
+    key = key_ref()
+    if removal == "collect":
+        assert key is None, "the key died once its value let go of it"
+    if key is not None:
+        if action == "set_same_key":
+            expected[id(key)] = "again"
+        elif removal == "overwrite":
+            expected[id(key)] = "new"
+    assert {id(k): v for k, v in m.items()} == expected
+    del key
+
+
+@pytest.mark.usefixtures("explicit_collection_only")
+def test_a_finalizer_that_clears_the_map_while_another_clear_runs():
+    m = coextra.EphemeronMap()
+    keys = [Key() for _ in range(20)]
+    log.clear()
+    try:
+        for k in keys:
+            m[k] = Finalized(lambda v: (m.clear(), m.__setitem__(keys[0], "last"), len(m))[2])
+        del k
+        m.clear()
+        outcomes = list(log)
+    finally:
+        log.clear()
+    assert outcomes == [("ok", 1)] * 20
+    assert m.items() == [(keys[0], "last")]
+
+
+# =============================================================================
+# 7. Threads
+# =============================================================================
+
+
+@pytest.fixture
+def fast_thread_switches():
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    yield
+    sys.setswitchinterval(before)
+
+
+@pytest.mark.usefixtures("fast_thread_switches")
+def test_threads_share_a_map_while_keys_die_and_another_thread_collects():
+    m = coextra.EphemeronMap()
+    errors: list = []
+    stop = threading.Event()
+
+    def worker(seed):
+        rng = random.Random(seed)
+        mine: dict = {}  # id(key) -> (key, value): this thread's live keys
+        try:
+            for step in range(5000):
+                op = rng.random()
+                if op < 0.35 or not mine:
+                    k = Key()
+                    value = Plain(k) if rng.random() < 0.5 else ("v", seed, step)  # cycles too
+                    m[k] = value
+                    mine[id(k)] = (k, value)
+                    continue
+                k, value = mine[rng.choice(list(mine))]
+                if op < 0.65:
+                    if m.get(k) is not value or m[k] is not value or k not in m:
+                        errors.append(f"thread {seed}: a live key lost its value")
+                elif op < 0.8:
+                    del m[k]
+                    del mine[id(k)]
+                    if k in m:
+                        errors.append(f"thread {seed}: a deleted key is still there")
+                else:
+                    del mine[id(k)]  # dropped: dies now, or is a cycle for the collector
+                del k, value
+            for k, value in mine.values():
+                if m.get(k) is not value:
+                    errors.append(f"thread {seed}: a live key lost its value at the end")
+        except BaseException as error:  # noqa: BLE001 (reported below)
+            errors.append(f"thread {seed}: {error!r}")
+
+    removed_meanwhile = []
+
+    def collector():
+        try:
+            while not stop.is_set():
+                removed_meanwhile.append(coextra.collect())
+                keys = m.keys()  # (other checks would race with the workers)
+                if any(k is None for k in keys) or len({id(k) for k in keys}) != len(keys):
+                    errors.append("collector: a None or repeated key in keys()")
+                del keys
+                time.sleep(0.0005)
+        except BaseException as error:  # noqa: BLE001
+            errors.append(f"collector: {error!r}")
+
+    workers = [threading.Thread(target=worker, args=(seed,)) for seed in range(4)]
+    helper = threading.Thread(target=collector)
+    helper.start()
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join()
+    stop.set()
+    helper.join()
+    assert errors == []
+    assert sum(removed_meanwhile) > 0, "the collector removed dropped cycles while the workers ran"
+    assert problems(m) == []
+    coextra.collect()
+    gc.collect()
+    assert len(m) == 0, "every worker's keys are gone: dead or garbage"
+
+
+# =============================================================================
+# 8. fork()
+# =============================================================================
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+@pytest.mark.usefixtures("explicit_collection_only")
+def test_a_map_made_in_the_parent_works_in_a_forked_child():
+    m = coextra.EphemeronMap()
+    live = Key()
+    m[live] = "live"
+    garbage = Key()
+    m[garbage] = [garbage]
+    del garbage
+
+    def child():
+        k = Key()
+        m[k] = "child"
+        ok = m[live] == "live" and m.get(k) == "child" and len(m) == 3
+        ok = ok and coextra.collect() == 1 and len(m) == 2
+        del m[k]
+        return ok and problems(m) == [] and m.keys() == [live]
+
+    assert in_child(child) == 0
+    assert len(m) == 2, "the child's changes stay in the child"
+    assert coextra.collect() == 1 and m.keys() == [live]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # fork with threads (3.12+)
+@pytest.mark.usefixtures("explicit_collection_only")
+def test_fork_while_another_thread_is_inside_collect_removing_entries():
+    inside, release = threading.Event(), threading.Event()
+    m = coextra.EphemeronMap()
+
+    class Slow:
+        def __init__(self, key):
+            self.key = key
+
+        def __del__(self):
+            inside.set()
+            release.wait(10)  # releases the GIL with a collection running
+
+    def make_garbage_entry(value_type):
+        k = Key()
+        m[k] = value_type(k)
+
+    make_garbage_entry(Slow)
+    thread = threading.Thread(target=coextra.collect)
+    thread.start()
+    try:
+        assert inside.wait(10)
+
+        def child():
+            make_garbage_entry(Plain)
+            return coextra.collect() == 1 and len(m) == 0
+
+        status = in_child(child)
+    finally:
+        release.set()
+        thread.join()
+    assert status == 0
+    assert len(m) == 0
+
+
+# =============================================================================
+# 9. Interpreter exit with live maps
+# =============================================================================
+
+EXIT_SCRIPT = textwrap.dedent(
+    """
+    import gc, sys
+    import coextra
+
+    if sys.argv[1] == "explicit":
+        coextra.set_auto_collect(False)
+    assert coextra.get_auto_collect() == (sys.argv[1] == "automatic")
+
+    class Key:
+        pass
+
+    class UsesTheMap:
+        # Its finalizer uses the map while the interpreter tears it down.
+        def __init__(self, key, m):
+            self.key, self.m, self.key_type = key, m, Key
+
+        def __del__(self):
+            self.m.get(self.key)
+            len(self.m)
+            self.m[self.key_type()] = "late"  # a key that dies at once
+
+    maps = [coextra.EphemeronMap() for _ in range(3)]
+    kept = []
+    for i in range(3000):
+        m = maps[i % 3]
+        k = Key()
+        m[k] = UsesTheMap(k, m)      # values reference their own key and map
+        m2 = maps[(i + 1) % 3]
+        m2[k] = [k, m2]
+        if i % 2:
+            kept.append(k)
+    maps[0][maps[1]] = maps[2]        # maps as keys and values
+    maps[2][maps[2]] = maps
+    cls = type("Generated", (), {})
+    maps[1][cls] = cls()
+    print("entries", coextra.stats()["ephemeron_entries"])
+    if sys.argv[1] == "automatic":
+        del k, m, m2
+        gc.collect()                  # a generation-2 pass with the maps full
+        print("collected", coextra.stats()["ephemeron_removed_by_collector"] > 0)
+    """
+)
+
+
+@pytest.mark.parametrize("collection", ["explicit", "automatic"])
+def test_exit_with_live_maps_is_clean(collection):
+    proc = subprocess.run(
+        [sys.executable, "-c", EXIT_SCRIPT, collection],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(),
+        timeout=120,
+    )
+    assert "Exception ignored" not in proc.stderr, proc.stderr
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    lines = proc.stdout.split("\n")
+    assert "entries 6003" in lines, proc.stdout
+    if collection == "automatic":
+        assert "collected True" in lines, proc.stdout
+
+
+# =============================================================================
+# 10. Automatic collection alone
+# =============================================================================
+
+
+def entries_gone_after_gc_passes(maps, passes):
+    """Runs up to `passes` generation-2 GC passes; True once the maps are empty."""
+    for _ in range(passes):
+        gc.collect()
+        if sum(len(m) for m in maps) == 0:
+            return True
+    return False
+
+
+@pytest.mark.usefixtures("automatic_collection_on")
+@pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
+def test_gc_collect_alone_removes_dead_shapes_with_automatic_collection(shape):
+    """No call to coextra.collect(): the GC's own generation-2 passes do it
+    (a second pass when the GC frees what kept the key at the first)."""
+    m, m2 = coextra.EphemeronMap(), coextra.EphemeronMap()
+    watched, roots, _ = build(shape, m, m2)
+    del roots
+    assert entries_gone_after_gc_passes([m, m2], 3)
+    gc.collect()
+    assert alive(watched) == []
+
+
+@pytest.mark.usefixtures("automatic_collection_on")
+def test_automatic_collection_keeps_live_entries():
+    m = coextra.EphemeronMap()
+    keys = [Key() for _ in range(10)]
+    for k in keys:
+        m[k] = [k]
+    for _ in range(4):
+        gc.collect()
+    assert len(m) == 10 and all(m[k] == [k] for k in keys)
+
+
+@pytest.mark.usefixtures("automatic_collection_on")
+def test_automatic_collection_finds_entries_whose_keys_die_old():
+    """Entries that several passes found live, whose keys then become garbage,
+    are still removed by later generation-2 passes."""
+    m = coextra.EphemeronMap()
+    keys = [Key() for _ in range(10)]
+    for k in keys:
+        m[k] = Plain(k)
+    del k
+    for _ in range(4):
+        gc.collect()
+    assert len(m) == 10
+    refs = [weakref.ref(k) for k in keys]
+    del keys
+    deadline = time.monotonic() + 5
+    while len(m) and time.monotonic() < deadline:
+        time.sleep(0.002)
+        gc.collect()
+    assert len(m) == 0
+    gc.collect()
+    assert alive(refs) == []
