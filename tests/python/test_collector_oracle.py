@@ -1,17 +1,29 @@
 """The collector against an oracle, on random object graphs (Hypothesis).
 
 Each example builds a random graph of lists, dicts, tuples (untracked ones too),
-instances, functions and compiled code objects, caches products on some of the
-functions and code objects (a product is a list of other nodes, so caches add
-edges), and keeps a random subset alive. The oracle computes, in plain Python,
-what is reachable from the kept nodes along the graph's edges, function ->
-code, and code -> the products cached on it. After rounds of
-``gc.collect(); coextra.collect()`` until neither frees anything, every
-reachable code object must keep its holder and all its entries, and every
-other one must be freed. (Several rounds, because garbage that a GC pass
-releases while it frees other garbage -- a function <-> namespace cycle that a
-freed product held -- waits for the next pass, in CPython's GC as in ours;
-until it is freed it is an outside reference the collector must respect.)
+instances (some of them of a class of the graph), functions, compiled code
+objects and classes made with type(), caches products on some of the functions
+and code objects (a product is a list of other nodes, so caches add edges), and
+keeps a random subset alive. It may also make up to three EphemeronMaps, whose
+entries are keyed by weakly referenceable nodes (instances, functions, their
+code objects, code objects, classes) and whose values are lists of other nodes
+(and of maps), across maps and in cycles through them.
+
+The oracle computes, in plain Python, what is reachable from the kept nodes
+along the graph's edges, instance -> its class, function -> code, code -> the
+products cached on it, and key -> the value of each of its map entries (an
+ephemeron edge: a value is reachable only through its key). The maps are kept
+alive by the test, but their references to their entries are not edges. After
+rounds of ``gc.collect(); coextra.collect()`` until neither frees anything,
+every reachable code object must keep its holder and all its entries, every
+entry with a reachable key must still be in its map with its value, and every
+other code object, key and removed value must be freed; coextra.stats() must
+count exactly the entries left. (Several rounds, because garbage that a GC
+pass releases while it frees other garbage -- a function <-> namespace cycle
+that a freed product held -- waits for the next pass, in CPython's GC as in
+ours; until it is freed it is an outside reference the collector must
+respect.) Before any collection, the entry of every key that has died already
+must have left its map.
 
 COEXTRA_ORACLE_EXAMPLES sets the number of graphs (default 1000).
 """
@@ -21,6 +33,7 @@ from __future__ import annotations
 import gc
 import os
 import weakref
+from dataclasses import dataclass
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -30,18 +43,50 @@ import coextra
 from conftest import make_function
 
 EXAMPLES = int(os.environ.get("COEXTRA_ORACLE_EXAMPLES", "1000"))
-KINDS = ("list", "dict", "tuple", "instance", "function", "code")
+KINDS = ("list", "dict", "tuple", "instance", "function", "code", "class")
+KEY_KINDS = ("instance", "function", "code", "class")  # weakly referenceable: map keys
+MAX_MAPS = 3
 
 
 class Instance:
     pass
 
 
+class Value(list):
+    """An entry's value: a list of nodes, weakly referenceable (to check that it
+    was freed with its entry)."""
+
+    __slots__ = ("__weakref__",)
+
+
+# A map key: (node, via_code) -- the node itself, or (via_code, for a function
+# node only) the function's code object, which is reachable exactly when the
+# function is.
+Key = tuple[int, bool]
+
+
+@dataclass
+class Graph:
+    kinds: list[str]
+    edges: list[list[int]]  # each node's out-edges (its links)
+    classes: dict[int, int]  # instance node -> the class node it is an instance of
+    cached: dict[int, list[list[int]]]  # function/code node -> its products (lists of nodes)
+    kept: set[int]
+    automatic: bool
+    # Per map, the assignments map[key] = value made in this order (a key set
+    # twice gets its last value). A value target t names node t, or map t - n
+    # when t >= n.
+    assignments: list[list[tuple[Key, list[int]]]]
+
+    def entries(self) -> list[dict[Key, list[int]]]:
+        """Per map, what it holds after the assignments."""
+        return [dict(a) for a in self.assignments]
+
+
 @st.composite
 def graphs(draw):
-    """(kinds, edges, cached, kept, automatic): node kinds, each node's out-edges,
-    the products cached on function/code nodes (each a list of nodes), the
-    nodes kept alive, and whether automatic collection is on."""
+    """A Graph: node kinds, edges, classes, caches, the kept nodes, whether
+    automatic collection is on, and the ephemeron maps' entries."""
     n = draw(st.integers(min_value=1, max_value=14))
     kinds = draw(st.lists(st.sampled_from(KINDS), min_size=n, max_size=n))
     links = st.lists(st.integers(0, 63), max_size=3)
@@ -62,14 +107,41 @@ def graphs(draw):
     }
     kept = draw(st.sets(st.integers(0, n - 1), max_size=n))
     automatic = draw(st.booleans())
-    return kinds, edges, cached, kept, automatic
+
+    # An instance may be of a class node built before it (an edge instance ->
+    # class that only the instance's type pointer makes); raw_cache, unused
+    # for instances, says which.
+    classes = {}
+    class_nodes = [i for i, kind in enumerate(kinds) if kind == "class"]
+    for i, kind in enumerate(kinds):
+        before = [j for j in class_nodes if j < i]
+        if kind == "instance" and before and raw_cache[i] and raw_cache[i][0]:
+            classes[i] = before[raw_cache[i][0][0] % len(before)]
+
+    # Each entry is [key, *value]: the key picks a weakly referenceable node
+    # (and, with its low bit, a function's code object instead of the
+    # function); the value's targets are nodes or maps.
+    assignments: list[list[tuple[Key, list[int]]]] = []
+    keyable = [i for i, kind in enumerate(kinds) if kind in KEY_KINDS]
+    if keyable:
+        entry = st.lists(st.integers(0, 63), min_size=1, max_size=4)
+        raw_maps = draw(st.lists(st.lists(entry, min_size=1, max_size=6), max_size=MAX_MAPS))
+        for raw_entries in raw_maps:
+            made = []
+            for k, *targets in raw_entries:
+                node = keyable[(k >> 1) % len(keyable)]
+                made.append(((node, bool(k & 1) and kinds[node] == "function"),
+                             [t % (n + len(raw_maps)) for t in targets]))
+            assignments.append(made)
+    return Graph(kinds, edges, classes, cached, kept, automatic, assignments)
 
 
 counter = iter(range(10**9))
 
 
-def build(kinds, edges, cached):
-    """The objects, and for each function/code node the code object."""
+def build(graph: Graph):
+    """The objects (for each function/code node the code object) and the maps."""
+    kinds = graph.kinds
     objects: list = [None] * len(kinds)
     for i, kind in enumerate(kinds):
         if kind == "list":
@@ -77,42 +149,56 @@ def build(kinds, edges, cached):
         elif kind == "dict":
             objects[i] = {}
         elif kind == "tuple":
-            objects[i] = tuple(objects[j] for j in edges[i])
+            objects[i] = tuple(objects[j] for j in graph.edges[i])
         elif kind == "instance":
-            objects[i] = Instance()
+            objects[i] = objects[graph.classes[i]]() if i in graph.classes else Instance()
         elif kind == "function":
             k = next(counter)
             objects[i] = make_function(f"def g{k}(x):\n    return x + {k}\n", f"g{k}")
+        elif kind == "class":
+            objects[i] = type(f"C{next(counter)}", (), {})
         else:
             k = next(counter)
             objects[i] = compile(f"x + {k}", f"<oracle {k}>", "eval")
     for i, kind in enumerate(kinds):
-        targets = [objects[j] for j in edges[i]]
+        targets = [objects[j] for j in graph.edges[i]]
         if kind == "list":
             objects[i].extend(targets)
         elif kind == "dict":
             objects[i].update((f"k{n}", t) for n, t in enumerate(targets))
-        elif kind == "instance":
+        elif kind in ("instance", "function", "class"):
             objects[i].links = targets
-        elif kind == "function":
-            objects[i].links = targets
-    for i, products in cached.items():
+    for i, products in graph.cached.items():
         for product in products:
             coextra.attach(objects[i], [objects[j] for j in product])
-    return objects
+    maps = [coextra.EphemeronMap() for _ in graph.assignments]
+    n = len(kinds)
+    for m, assignments in zip(maps, graph.assignments):
+        for (node, via_code), targets in assignments:
+            key = objects[node].__code__ if via_code else objects[node]
+            m[key] = Value(objects[t] if t < n else maps[t - n] for t in targets)
+    return objects, maps
 
 
-def oracle(kinds, edges, cached, kept):
+def oracle(graph: Graph):
     """Indices of the nodes reachable from the kept ones."""
-    reachable, stack = set(), list(kept)
+    n = len(graph.kinds)
+    values: dict[int, list[int]] = {}  # key node -> the nodes its entries' values hold
+    for entries in graph.entries():
+        for (node, _), targets in entries.items():
+            values.setdefault(node, []).extend(t for t in targets if t < n)
+    reachable, stack = set(), list(graph.kept)
     while stack:
         i = stack.pop()
         if i in reachable:
             continue
         reachable.add(i)
-        stack.extend(edges[i])
-        for product in cached.get(i, ()):  # node -> its code -> its cached products
+        stack.extend(graph.edges[i])
+        if i in graph.classes:
+            stack.append(graph.classes[i])
+        for product in graph.cached.get(i, ()):  # node -> its code -> its cached products
             stack.extend(product)
+        stack.extend(values.get(i, ()))  # key -> the values of its entries
     return reachable
 
 
@@ -126,6 +212,57 @@ def frozen_heap():
     gc.collect()
 
 
+def entry_refs(graph: Graph, objects, maps):
+    """Weak references to the key of every entry, by key, and to its value, by
+    (map, key)."""
+    key_refs, value_refs = {}, {}
+    for index, (m, entries) in enumerate(zip(maps, graph.entries())):
+        for node, via_code in entries:
+            key = objects[node].__code__ if via_code else objects[node]
+            key_refs[node, via_code] = weakref.ref(key)
+            value_refs[index, (node, via_code)] = weakref.ref(m[key])
+    return key_refs, value_refs
+
+
+def check_dead_keys_removed(graph: Graph, maps, key_refs) -> None:
+    """Before any collection: the entry of a key that died (by reference
+    counting, or in a GC pass meanwhile) left its map at once. Without
+    automatic collection no other entry can have left."""
+    for index, (m, entries) in enumerate(zip(maps, graph.entries())):
+        alive = sum(key_refs[spec]() is not None for spec in entries)
+        if graph.automatic:
+            assert len(m) <= alive, f"map {index}: {len(m)} entries, only {alive} live keys"
+        else:
+            assert len(m) == alive, f"map {index}: {len(m)} entries, {alive} live keys"
+
+
+def check_maps(graph: Graph, maps, ids, key_refs, value_refs, live) -> int:
+    """Checks every map against the oracle; returns how many entries they hold."""
+    n = len(graph.kinds)
+    held = 0
+    for index, (m, entries) in enumerate(zip(maps, graph.entries())):
+        expected_keys = set()
+        for spec, targets in entries.items():
+            key, value = key_refs[spec](), value_refs[index, spec]()
+            where = f"map {index}, key {spec} ({graph.kinds[spec[0]]})"
+            if spec[0] in live:
+                assert key is not None, f"{where}: the key is reachable but was freed"
+                assert value is not None, f"{where}: the key is reachable but its value was freed"
+                assert m.get(key) is value, f"{where}: the key is reachable but lost its entry"
+                expected = [ids[t] if t < n else id(maps[t - n]) for t in targets]
+                assert [id(o) for o in value] == expected, f"{where}: its value changed"
+                expected_keys.add(id(key))
+            else:
+                assert key is None, f"{where}: the key is unreachable but was not freed"
+                assert value is None, f"{where}: the key is unreachable but its value was not freed"
+            del key, value
+        assert len(m) == len(expected_keys), (
+            f"map {index}: {len(m)} entries, expected {len(expected_keys)}")
+        assert {id(k) for k in m.keys()} == expected_keys, f"map {index}: other keys than expected"
+        held += len(expected_keys)
+    return held
+
+
 @settings(
     max_examples=EXAMPLES,
     deadline=None,
@@ -133,28 +270,43 @@ def frozen_heap():
 )
 @given(graph=graphs())
 def test_collector_matches_the_reachability_oracle(frozen_heap, graph):
-    kinds, edges, cached, kept, automatic = graph
+    kinds = graph.kinds
     gc.freeze()
-    coextra.set_auto_collect(automatic)
+    coextra.set_auto_collect(graph.automatic)
+    maps = []
     try:
-        objects = build(kinds, edges, cached)
+        before = coextra.stats()
+        objects, maps = build(graph)
         codes = {i: weakref.ref(getattr(o, "__code__", o)) for i, o in enumerate(objects)
                  if kinds[i] in ("function", "code")}
-        roots = [objects[i] for i in kept]
+        ids = [id(o) for o in objects]
+        key_refs, value_refs = entry_refs(graph, objects, maps)
+        roots = [objects[i] for i in graph.kept]
         del objects
-        for _ in range(len(kinds) + 2):
+        check_dead_keys_removed(graph, maps, key_refs)
+        for _ in range(len(kinds) + len(value_refs) + 2):
             if gc.collect() + coextra.collect() == 0:
                 break
-        live = oracle(kinds, edges, cached, kept)
+        live = oracle(graph)
         for i, ref in codes.items():
             if i in live:
                 assert ref() is not None, f"node {i} is reachable from the kept set"
                 h = coextra.holder(ref())
-                expected = len(cached.get(i, ()))
+                expected = len(graph.cached.get(i, ()))
                 assert (len(h) if h is not None else 0) == expected, f"node {i} lost its cache"
             else:
                 assert ref() is None, f"node {i} is unreachable but was not freed"
+        held = check_maps(graph, maps, ids, key_refs, value_refs, live)
+        after = coextra.stats()
+        for counter_name in ("ephemeron_entries", "ephemeron_entries_alive"):
+            assert after[counter_name] - before[counter_name] == held, (
+                f"{counter_name}: {after[counter_name] - before[counter_name]}, expected {held}")
         del roots
     finally:
+        # The entries must not outlive the example in frozen garbage. (This also
+        # checks clear() on a map whose values hold the last references to
+        # the keys of its other entries.)
+        for m in maps:
+            m.clear()
         coextra.set_auto_collect(True)
         coextra.reset()
