@@ -61,6 +61,12 @@ def measure_one(name: str, n: int, method: str) -> float:
     scope = {"codes": codes, "product": product}
     exec(setup, scope)
     loop = compile(f"for code in codes:\n    {cache}\n", "<bench_memory>", "exec")
+    return bytes_per_item(loop, scope, n, method)
+
+
+def bytes_per_item(loop, scope: dict, n: int, method: str) -> float:
+    """What running `loop` in `scope` adds to the process, per item of n: bytes
+    requested ("tracemalloc") or resident ("rss")."""
     gc.collect()
     if method == "tracemalloc":
         tracemalloc.start()
