@@ -109,6 +109,15 @@ def programs_smoke(session: nox.Session, version: str) -> None:
 
 @nox.session(tags=["test"])
 @nox.parametrize("version", VERSIONS)
+def ephemeron_smoke(session: nox.Session, version: str) -> None:
+    """The EphemeronMap benchmark, short: it asserts every lookup finds its
+    value, a live heap loses nothing and a garbage one loses every entry."""
+    session.run(python(version), str(ROOT / "bench" / "bench_ephemeron.py"), "--quick",
+                env=with_package(), external=True)
+
+
+@nox.session(tags=["test"])
+@nox.parametrize("version", VERSIONS)
 def conformance_small(session: nox.Session, version: str) -> None:
     """CPython's own tests with the backend in every process against a plain
     run, the small selection (docs/conformance.md)."""

@@ -615,6 +615,8 @@ PyMethodDef map_methods[] = {
      "items($self, /)\n--\n\nA list of the (key, value) pairs now (a snapshot)."},
     {"update", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(map_update)), METH_FASTCALL,
      "update(other=(), /)\n--\n\nSets every pair of a mapping or an iterable of (key, value) pairs."},
+    {"__class_getitem__", Py_GenericAlias, METH_O | METH_CLASS,
+     "EphemeronMap[K, V] in annotations, as dict[K, V]."},
     {nullptr, nullptr, 0, nullptr},
 };
 

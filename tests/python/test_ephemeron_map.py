@@ -265,6 +265,11 @@ def test_is_a_mutable_mapping():
     assert issubclass(coextra.EphemeronMap, collections.abc.MutableMapping)
 
 
+def test_is_generic_in_annotations_like_dict():
+    alias = coextra.EphemeronMap[Key, int]
+    assert alias.__origin__ is coextra.EphemeronMap and alias.__args__ == (Key, int)
+
+
 def test_keys_values_items_are_list_snapshots_unaffected_by_later_changes():
     m = coextra.EphemeronMap()
     a, b, c = Key(), Key(), Key()
