@@ -194,6 +194,10 @@ int api_map_get(PyObject *map, PyObject *key, PyObject **value) {
 
 int api_map_set(PyObject *map, PyObject *key, PyObject *value) {
     EphemeronMap *m = as_map(map);
+    if (m != nullptr && value == nullptr) {
+        PyErr_SetString(PyExc_TypeError, "coextra: map_set needs a value (NULL given)");
+        return -1;
+    }
     return m ? ephemeron_set(m, key, value) : -1;
 }
 

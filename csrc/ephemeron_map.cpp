@@ -42,10 +42,18 @@ size_t ideal_slot(const EphemeronMap *m, uintptr_t key_address) {
     return static_cast<size_t>(h >> 32) & m->mask;
 }
 
-// `e` when it is an entry with a live key, else NULL: the GC may clear an
-// entry (tp_clear) of a map that is garbage too before it clears the map.
+// `e` when it is an entry with a live key, else NULL. Not live: a key whose
+// reference count reached 0 keeps its weak references until its type's
+// dealloc clears them, and code run meanwhile (its __dict__'s finalizers, a GC
+// pass on 3.10/3.11) must neither resurrect it nor let the collector explore
+// it; and the GC may clear an entry (tp_clear) of a map that is garbage too
+// before it clears the map.
 EphemeronEntry *usable(EphemeronEntry *e) {
-    return e != nullptr && e->value != nullptr && e->ref.wr_object != Py_None ? e : nullptr;
+    if (e == nullptr || e->value == nullptr) {
+        return nullptr;
+    }
+    PyObject *key = e->ref.wr_object;
+    return key != Py_None && Py_REFCNT(key) > 0 ? e : nullptr;
 }
 
 // The entry of `key`, or NULL. Runs no code.
@@ -229,10 +237,16 @@ void entry_dealloc(PyObject *self) {
 }
 
 // A new entry for key (value not yet set), or NULL with an exception. Runs
-// an allocation, so any code may run meanwhile.
+// an allocation, so any code may run meanwhile. weakref.ref's own __new__
+// makes it: Python code cannot (the type disallows instantiation), so every
+// entry is counted and has a map.
 EphemeronEntry *new_entry(EphemeronMap *m, PyObject *key) {
-    PyObject *args[] = {key, m->key_death};
-    PyObject *made = PyObject_Vectorcall(reinterpret_cast<PyObject *>(&EphemeronEntryType), args, 2, nullptr);
+    PyObject *args = PyTuple_Pack(2, key, m->key_death);
+    if (args == nullptr) {
+        return nullptr;
+    }
+    PyObject *made = _PyWeakref_RefType.tp_new(&EphemeronEntryType, args, nullptr);
+    Py_DECREF(args);
     if (made == nullptr) {
         return nullptr;
     }
@@ -245,8 +259,8 @@ EphemeronEntry *new_entry(EphemeronMap *m, PyObject *key) {
 // ---------------------------------------------------------------------------
 // EphemeronMap. GC contract: owns its entries (one reference each, in the
 // table) and its KeyDeath object (not a GC object); traverses the entries.
-// Owned by whoever holds it. The collector never expands a map (heap_graph.h):
-// it sees the map's references as the virtual edges key -> entry.
+// Owned by whoever holds it. The collector never follows a map's references
+// (heap_graph.h): it sees them as the virtual edges key -> entry.
 
 int map_traverse(PyObject *self, visitproc visit, void *arg) {
     auto *m = reinterpret_cast<EphemeronMap *>(self);
@@ -271,6 +285,9 @@ void unregister(EphemeronMap *m) {
 void map_dealloc(PyObject *self) {
     auto *m = reinterpret_cast<EphemeronMap *>(self);
     PyObject_GC_UnTrack(self);
+    // Maps nested through their values free each other recursively: the
+    // trashcan defers the deep levels, as for lists and dicts.
+    Py_TRASHCAN_BEGIN(self, map_dealloc)
     if (m->weakreflist != nullptr) {
         PyObject_ClearWeakRefs(self);
     }
@@ -279,6 +296,7 @@ void map_dealloc(PyObject *self) {
     clear_table(m);
     Py_DECREF(m->key_death);
     PyObject_GC_Del(self);
+    Py_TRASHCAN_END
 }
 
 PyObject *map_alloc_new(PyTypeObject *type) {
@@ -448,11 +466,15 @@ PyObject *map_popitem(PyObject *self, PyObject *) {
     // code that removes the entry: hold it, and remove it only if it is
     // still in the table.
     Py_INCREF(e);
-    PyObject *pair = PyTuple_Pack(2, e->ref.wr_object, e->value);
+    PyObject *key = Py_NewRef(e->ref.wr_object);
+    PyObject *value = Py_NewRef(e->value);
+    PyObject *pair = PyTuple_Pack(2, key, value);
     if (pair != nullptr && e->value != nullptr) {
         remove(m, e);
     }
     Py_DECREF(e);
+    Py_DECREF(key);
+    Py_DECREF(value);
     return pair;
 }
 
@@ -716,7 +738,7 @@ int ephemeron_types_ready() {
     KeyDeathType.tp_name = "coextra._KeyDeath";
     KeyDeathType.tp_doc = "Removes an EphemeronMap entry whose key died (a weak reference callback).";
     KeyDeathType.tp_basicsize = sizeof(KeyDeath);
-    KeyDeathType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL;
+    KeyDeathType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_DISALLOW_INSTANTIATION;
     KeyDeathType.tp_vectorcall_offset = offsetof(KeyDeath, vectorcall);
     KeyDeathType.tp_call = PyVectorcall_Call;
     KeyDeathType.tp_dealloc = key_death_dealloc;
@@ -725,7 +747,7 @@ int ephemeron_types_ready() {
     EphemeronEntryType.tp_doc = "One EphemeronMap entry: a weak reference to its key that owns the value.";
     EphemeronEntryType.tp_base = &_PyWeakref_RefType;
     EphemeronEntryType.tp_basicsize = sizeof(EphemeronEntry);
-    EphemeronEntryType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC;
+    EphemeronEntryType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_DISALLOW_INSTANTIATION;
     EphemeronEntryType.tp_traverse = entry_traverse;
     EphemeronEntryType.tp_clear = entry_tp_clear;
     EphemeronEntryType.tp_dealloc = entry_dealloc;

@@ -18,7 +18,8 @@
 // entry is not an edge of the heap: it is the virtual edge key -> entry, the
 // same device as code -> holder for holders. A key's entries are found
 // through the key's own weak reference list, so no index is needed. The map
-// object itself is never a node of the collector's graph, like the Registry.
+// object is a node like any other (it may be garbage, or a key), but the
+// collector never follows its references to its entries.
 //
 // Reentrancy: an operation that drops a reference (to an old value, to a
 // removed entry) first leaves the table consistent, so a value's __del__ may

@@ -386,14 +386,15 @@ inline bool may_be_ephemeron_key(PyObject *op) {
 //     merely explored), except a module that may be an ephemeron key: a
 //     module made at run time can be garbage kept by its own entry;
 //   - immortal objects (3.12+) have meaningless reference counts;
-//   - the Registry and ephemeron maps are never expanded: their references
-//     to holders and entries are already counted as the virtual edges
-//     code -> holder and key -> entry.
+//   - the Registry is never a node: its references to holders are already
+//     counted as the virtual edges code -> holder. (An ephemeron map is a
+//     node, which may be garbage or a key itself, but its references to its
+//     entries are likewise the edges key -> entry: visit_referents skips them.)
 inline bool is_node_candidate(PyObject *op) {
     if (PyCode_Check(op)) {
         return !compat::is_immortal(op);
     }
-    if (!compat::is_gc_object(op) || Py_IS_TYPE(op, &RegistryType) || Py_IS_TYPE(op, &EphemeronMapType)) {
+    if (!compat::is_gc_object(op) || Py_IS_TYPE(op, &RegistryType)) {
         return false;
     }
     if (PyModule_CheckExact(op) && !may_be_ephemeron_key(op)) {
@@ -412,15 +413,16 @@ inline void visit_code_referents(PyObject *code, Holder *h, visitproc visit, voi
 }
 
 // Visits every reference op holds that the collector knows of: tp_traverse for
-// GC objects, visit_code_referents for a code object, and the virtual edges
-// to the ephemeron entries op is the key of (given to visit_entry). Returns
-// the holder of a code object, else NULL.
+// GC objects but an ephemeron map (it references nothing but its entries),
+// visit_code_referents for a code object, and the virtual edges to the
+// ephemeron entries op is the key of (given to visit_entry). Returns the
+// holder of a code object, else NULL.
 inline Holder *visit_referents(PyObject *op, visitproc visit, void *arg, visitproc visit_entry) {
     Holder *h = nullptr;
     if (PyCode_Check(op)) {
         h = registry_holder_of(op);
         visit_code_referents(op, h, visit, arg);
-    } else {
+    } else if (!Py_IS_TYPE(op, &EphemeronMapType)) {
         Py_TYPE(op)->tp_traverse(op, visit, arg);
     }
     if (ephemeron_entries_exist()) {

@@ -440,6 +440,9 @@ TEST_F(CAPI, MapFunctionsRefuseANonMapAndAKeyWithoutWeakReferences) {
     EXPECT_EQ(COEXTRA_API->map_size(not_a_map.ptr()), -1);
     EXPECT_TRUE(PyErr_ExceptionMatches(PyExc_TypeError));
     PyErr_Clear();
+    EXPECT_EQ(COEXTRA_API->map_set(map.ptr(), key.ptr(), nullptr), -1);
+    EXPECT_TRUE(PyErr_ExceptionMatches(PyExc_TypeError));
+    PyErr_Clear();
     py::int_ number(7);
     EXPECT_EQ(COEXTRA_API->map_set(map.ptr(), number.ptr(), key.ptr()), -1);
     EXPECT_TRUE(PyErr_ExceptionMatches(PyExc_TypeError));

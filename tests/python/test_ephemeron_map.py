@@ -962,6 +962,118 @@ def test_popitem_never_returns_a_dying_key():
     del watcher
 
 
+def run_in_child(script: str) -> str:
+    """Runs script in a new interpreter; its output, once it exited 0 (a crash
+    fails the test, not the whole suite)."""
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=subprocess_env(), timeout=120
+    )
+    assert proc.returncode == 0, f"exit status {proc.returncode}: {proc.stderr[-2000:]}"
+    return proc.stdout
+
+
+class SetKey(set):
+    """A key whose weak references outlive the start of its deallocation:
+    subtype_dealloc releases __dict__ before set's dealloc clears them."""
+
+
+def test_a_key_being_deallocated_is_neither_listed_nor_explored():
+    # Code that runs while the key's __dict__ is released (its reference count
+    # is 0, its entry still there) must not see the key: listing it would
+    # resurrect a dying object, a collector pass would explore freed memory.
+    m = coextra.EphemeronMap()
+    seen = []
+
+    class Witness:
+        def __del__(self):
+            seen.append((m.keys(), [k for k, _ in m.items()], list(m), coextra.collect()))
+
+    k = SetKey()
+    k.before = [[i] for i in range(50)]
+    k.witness = Witness()
+    k.after = [[i] for i in range(50)]
+    m[k] = "v"
+    del k
+    assert seen == [([], [], [], 0)]
+    assert len(m) == 0
+
+
+def test_a_map_as_a_key_is_collected_when_only_its_value_holds_it():
+    outer = coextra.EphemeronMap()
+    inner = coextra.EphemeronMap()
+    outer[inner] = [inner]
+    alive = weakref.ref(inner)
+    del inner
+    assert coextra.collect() == 1
+    gc.collect()
+    assert alive() is None and len(outer) == 0
+
+
+def test_a_long_chain_of_maps_is_freed_without_deep_recursion():
+    # Each map is the value of the previous one's entry: freeing the head
+    # frees the chain, which needs the trashcan (as lists and dicts have).
+    script = textwrap.dedent(
+        """
+        import coextra
+
+        class K:
+            pass
+
+        keys = []
+        head = m = coextra.EphemeronMap()
+        for _ in range(200_000):
+            k = K()
+            keys.append(k)
+            m[k] = m = coextra.EphemeronMap()
+        del m
+        del head
+        print("freed")
+        """
+    )
+    assert run_in_child(script) == "freed\n"
+
+
+def test_popitem_holds_key_and_value_while_a_gc_pass_in_its_allocation_clears_the_map():
+    # 3.10/3.11 run the GC inside allocations: the tuple popitem() builds can
+    # start a pass whose finalizer clears the map, freeing the entry's key and
+    # value unless popitem holds them.
+    script = textwrap.dedent(
+        """
+        import gc, coextra
+
+        class K:
+            pass
+
+        m = coextra.EphemeronMap()
+
+        class Clearer:
+            def __del__(self):
+                m.clear()
+
+        gc.disable()
+        k = K(); m[k] = [k, "value"]; del k
+        c = Clearer(); c.cycle = c; del c
+        drain = [(i, -i) for i in range(2100)]  # empties the 2-tuple free list
+        gc.enable()
+        key, value = m.popitem()
+        assert type(key) is K and value == [key, "value"], (key, value)
+        assert len(m) == 0
+        print("ok")
+        """
+    )
+    assert run_in_child(script) == "ok\n"
+
+
+def test_entries_cannot_be_made_outside_a_map():
+    k = Key()
+    m = coextra.EphemeronMap()
+    m[k] = 1
+    [entry] = [r for r in weakref.getweakrefs(k) if type(r).__name__ == "_EphemeronEntry"]
+    with pytest.raises(TypeError):
+        type(entry)(k, None)
+    del entry
+
+
 # =============================================================================
 # 6. Reentrancy: finalizers of values use the map while an entry goes
 # =============================================================================

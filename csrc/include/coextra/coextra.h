@@ -180,10 +180,11 @@ typedef struct coextra_CAPI {
     PyObject *(*map_new)(void);
     /* The value of `key` in `map`: 1 with a NEW reference in *value, 0 (and
      * *value NULL) when missing, -1 with an exception (TypeError). Runs no
-     * Python code: cheap enough for every frame. */
+     * Python code for a key that can be weakly referenced: cheap enough for
+     * every frame. */
     int (*map_get)(PyObject *map, PyObject *key, PyObject **value);
-    /* Sets the value of `key` (new references are taken). 0, or -1 with an
-     * exception (TypeError, MemoryError). May run Python code (allocation;
+    /* Sets the value of `key` (new references are taken; `value` must not
+     * be NULL). 0, or -1 with an exception (TypeError, MemoryError). May run Python code (allocation;
      * the replaced value's __del__). */
     int (*map_set)(PyObject *map, PyObject *key, PyObject *value);
     /* Removes `key`: 1 when it was there, 0 when not, -1 with an exception
