@@ -374,9 +374,8 @@ bool add_seeds(Pass &pass, const std::vector<Holder *> &holders, size_t *next_se
     return true;
 }
 
-// Adds the keys of up to kSeedChunk ephemeron entries from *cursor on (map
-// index, table slot) and advances it; sets it past the last map once every
-// key is added or the budget is spent. False when out of memory.
+// Where seeding from the ephemeron maps goes on: a map's index in
+// EphemeronState::maps and a slot of its table.
 struct MapCursor {
     size_t map = 0;
     size_t slot = 0;
@@ -402,6 +401,9 @@ void prefetch_seed_entries(const EphemeronMap *m, size_t slot) {
     }
 }
 
+// Adds the keys of up to kSeedChunk ephemeron entries from *cursor on and
+// advances it; sets it past the last map once every key is added or the
+// budget is spent. False when out of memory.
 bool add_map_seeds(Pass &pass, MapCursor *cursor) {
     HeapGraph &g = pass.graph;
     const std::vector<EphemeronMap *> &maps = internals.ephemeron.maps;
