@@ -143,16 +143,32 @@ EphemeronEntry *take(EphemeronMap *m, EphemeronEntry *entry) {
     return entry;
 }
 
-// Removes `entry` if m's table holds it: the table's reference and the value
-// are released after the table is consistent (they may run any code).
-void remove(EphemeronMap *m, EphemeronEntry *entry) {
+// Takes `entry` out of m's table and returns its value (the reference the
+// entry held), or NULL when the table does not hold it (clear_table is
+// releasing it, and drops its value). The table's reference to the entry is
+// dropped: the caller holds another one, or this may free the entry (which
+// runs no code, its value gone).
+PyObject *take_value(EphemeronMap *m, EphemeronEntry *entry) {
     if (take(m, entry) == nullptr) {
-        return;  // being released by clear_table, which drops its value
+        return nullptr;
     }
     PyObject *value = entry->value;
     entry->value = nullptr;
     Py_DECREF(entry);
-    Py_DECREF(value);
+    return value;
+}
+
+// Removes `entry` if m's table holds it; the value is released after the
+// table is consistent (it may run any code).
+void remove(EphemeronMap *m, EphemeronEntry *entry) {
+    Py_XDECREF(take_value(m, entry));
+}
+
+// Gives an entry in the table a new value; the old one is released after.
+void replace_value(EphemeronEntry *e, PyObject *value) {
+    PyObject *old = e->value;
+    e->value = Py_NewRef(value);
+    Py_DECREF(old);
 }
 
 // Empties the table; every entry and value is released afterwards, in the
@@ -439,22 +455,14 @@ PyObject *map_pop(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
         PyErr_SetObject(PyExc_KeyError, args[0]);
         return nullptr;
     }
-    take(m, e);                  // found in the table: there
-    PyObject *value = e->value;  // the entry's reference to it becomes ours
-    e->value = nullptr;
-    Py_DECREF(e);
-    return value;
+    return take_value(m, e);  // found in the table: never NULL
 }
 
 // popitem() -> (key, value), any entry
 PyObject *map_popitem(PyObject *self, PyObject *) {
     auto *m = reinterpret_cast<EphemeronMap *>(self);
-    if (m->size == 0) {
-        PyErr_SetString(PyExc_KeyError, "popitem(): EphemeronMap is empty");
-        return nullptr;
-    }
     EphemeronEntry *e = nullptr;
-    for (size_t i = 0; e == nullptr && i <= m->mask; i++) {
+    for (size_t i = 0; e == nullptr && m->slots != nullptr && i <= m->mask; i++) {
         e = usable(m->slots[i]);
     }
     if (e == nullptr) {
@@ -670,13 +678,10 @@ PyObject *ephemeron_detach(EphemeronEntry *entry) {
     if (m == nullptr || entry->value == nullptr) {
         return nullptr;  // removed already, or its key is dying and the callback will
     }
-    if (take(m, entry) == nullptr) {
-        return nullptr;  // being released by clear_table
+    PyObject *value = take_value(m, entry);  // the caller's reference keeps the entry
+    if (value != nullptr) {
+        state.removed_by_collector++;
     }
-    PyObject *value = entry->value;
-    entry->value = nullptr;
-    Py_DECREF(entry);  // the table's; the caller's reference keeps it
-    state.removed_by_collector++;
     return value;
 }
 
@@ -689,9 +694,7 @@ int ephemeron_get(EphemeronMap *m, PyObject *key, PyObject **value) {
 
 int ephemeron_set(EphemeronMap *m, PyObject *key, PyObject *value) {
     if (EphemeronEntry *e = find(m, key)) {
-        PyObject *old = e->value;
-        e->value = Py_NewRef(value);
-        Py_DECREF(old);
+        replace_value(e, value);
         return 0;
     }
     if (check_key(key) < 0) {
@@ -704,9 +707,7 @@ int ephemeron_set(EphemeronMap *m, PyObject *key, PyObject *value) {
     // Making the entry may have run code that set this key meanwhile.
     if (EphemeronEntry *e = find(m, key)) {
         Py_DECREF(entry);
-        PyObject *old = e->value;
-        e->value = Py_NewRef(value);
-        Py_DECREF(old);
+        replace_value(e, value);
         return 0;
     }
     size_t capacity = m->slots ? m->mask + 1 : 0;
