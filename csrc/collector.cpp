@@ -452,9 +452,7 @@ Holder *traverse_node(Pass &pass, const GraphNode &node) {
     if (node.flags & NODE_BY_HOLDER) {
         if (const ChunkSeeds::Seed *seed = pass.seeds.find(node.op)) {
             visit_code_referents(node.op, seed->holder, queue_child, &pass);
-            if (ephemeron_entries_exist()) {
-                ephemeron_visit_entries(node.op, queue_entry, &pass);
-            }
+            visit_entry_edges(node.op, queue_entry, &pass);
             return seed->holder;
         }
     }

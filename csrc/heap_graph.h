@@ -412,6 +412,14 @@ inline void visit_code_referents(PyObject *code, Holder *h, visitproc visit, voi
     }
 }
 
+// Visits the virtual edges op -> each ephemeron entry op is the key of; only
+// a load while no map holds an entry.
+inline void visit_entry_edges(PyObject *op, visitproc visit_entry, void *arg) {
+    if (ephemeron_entries_exist()) {
+        ephemeron_visit_entries(op, visit_entry, arg);
+    }
+}
+
 // Visits every reference op holds that the collector knows of: tp_traverse for
 // GC objects but an ephemeron map (it references nothing but its entries),
 // visit_code_referents for a code object, and the virtual edges to the
@@ -425,9 +433,7 @@ inline Holder *visit_referents(PyObject *op, visitproc visit, void *arg, visitpr
     } else if (!Py_IS_TYPE(op, &EphemeronMapType)) {
         Py_TYPE(op)->tp_traverse(op, visit, arg);
     }
-    if (ephemeron_entries_exist()) {
-        ephemeron_visit_entries(op, visit_entry, arg);
-    }
+    visit_entry_edges(op, visit_entry, arg);
     return h;
 }
 
