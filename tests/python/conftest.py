@@ -38,6 +38,25 @@ def no_leaked_holders_or_entries():
     assert after == before, f"holders/entries/ephemeron entries alive before {before}, after {after}"
 
 
+def _auto_collect_set_for_the_test(enabled: bool):
+    before = coextra.get_auto_collect()
+    coextra.set_auto_collect(enabled)
+    yield
+    coextra.set_auto_collect(before)
+
+
+@pytest.fixture
+def explicit_collection_only():
+    """Automatic collection off: the test proves what collect() does."""
+    yield from _auto_collect_set_for_the_test(False)
+
+
+@pytest.fixture
+def automatic_collection_on():
+    """Automatic collection on, whatever the test before left."""
+    yield from _auto_collect_set_for_the_test(True)
+
+
 @pytest.fixture
 def evalframe_off_afterwards():
     """For the evalframe tests: zeroed counters, and the backend off afterwards

@@ -29,12 +29,8 @@ from conftest import make_function
 INSTANCES = 8
 
 
-@pytest.fixture(autouse=True)
-def explicit_collection_only():
-    """Automatic collection off: these tests prove what collect() does."""
-    coextra.set_auto_collect(False)
-    yield
-    coextra.set_auto_collect(True)
+# Automatic collection off (conftest.py): these tests prove what collect() does.
+pytestmark = pytest.mark.usefixtures("explicit_collection_only")
 
 
 def fresh(i: int, body: str = "return x + 1"):

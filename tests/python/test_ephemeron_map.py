@@ -80,23 +80,6 @@ def problems(m) -> list:
     return found
 
 
-@pytest.fixture
-def explicit_collection_only():
-    """Automatic collection off: these tests prove what collect() does."""
-    before = coextra.get_auto_collect()
-    coextra.set_auto_collect(False)
-    yield
-    coextra.set_auto_collect(before)
-
-
-@pytest.fixture
-def automatic_collection_on():
-    before = coextra.get_auto_collect()
-    coextra.set_auto_collect(True)
-    yield
-    coextra.set_auto_collect(before)
-
-
 # =============================================================================
 # 1. The mapping API
 # =============================================================================
