@@ -15,11 +15,13 @@ namespace {
 
 using Clock = AutoCollectState::Clock;
 using Sweep = AutoCollectState::Sweep;
+using GenerationPass = AutoCollectState::GenerationPass;
 
-// This file's part of internals (internals.h), and two of its members.
+// This file's part of internals (internals.h), and three of its members.
 constexpr AutoCollectState &state = internals.auto_collect;
 constexpr AutoCollectStats &stats = internals.auto_collect.stats;
 constexpr Sweep &sweep = internals.auto_collect.sweep;
+constexpr GenerationPass &generation = internals.auto_collect.generation;
 
 // Rule 1: the generation pass, with the ephemeron map entries when a map scan is due.
 bool map_scan_due() {
@@ -34,23 +36,90 @@ bool map_scan_due() {
     return since >= kSweepPace * scans.seconds;
 }
 
-Py_ssize_t run_generation_pass(bool with_maps) {
-    Py_ssize_t detached = collector_collect_generations(with_maps);
-    stats.generation_passes++;
-    stats.last_generation_detached = detached > 0 ? static_cast<uint64_t>(detached) : 0;
-    return detached;
-}
-
-// Rule 2: the sweep of every holder, one slice at a time.
 double seconds_since(Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
+// Holders a slice may seed to take about kSliceSeconds.
+size_t slice_seeds() {
+    size_t seeds = static_cast<size_t>(kSliceMinSeeds);
+    if (state.seconds_per_holder > 0.0) {
+        seeds = std::max(seeds, static_cast<size_t>(kSliceSeconds / state.seconds_per_holder));
+    }
+    return seeds;
+}
+
+// Runs one pass over holders[first, end) for a slice (of a generation pass
+// or a sweep) and learns its time per holder (not from a map scan, whose time
+// is the entries'). What collector_collect_slice returns.
+Py_ssize_t run_slice(size_t first, size_t end, Py_ssize_t node_budget, MapSeeds maps, Scratch scratch) {
+    Py_ssize_t detached = collector_collect_slice(first, end, node_budget, maps, scratch);
+    if (end > first && maps == MapSeeds::kNo) {
+        state.seconds_per_holder = collector_stats().last_seconds / static_cast<double>(end - first);
+    }
+    return detached;
+}
+
+void begin_generation_pass(Registry *r, bool with_maps) {
+    registry_begin_generation_pass(r);
+    generation = GenerationPass{true, r->pass_end, with_maps, 0};
+}
+
+// Slices of the generation pass in progress, from the top of
+// [old_end, pass_end) down, each seeded with about kSliceSeconds' worth of
+// holders and given the whole node budget (so that a slice decides as the
+// whole pass would). More follow in the same GC pass while they detach
+// something: a pass that finds garbage goes on until it has found it all,
+// and only one that finds everything live leaves the rest for the next GC
+// passes. Youngest first, as the garbage a program just dropped is.
+//
+// Going down keeps every holder of the runs in view: a detach moves holders
+// only to lower slots and never out of their run (registry.h), so a holder
+// not yet examined stays below the cursor, and the runs' bounds are re-read
+// at every slice.
+Py_ssize_t run_generation_slices() {
+    Py_ssize_t detached = 0;
+    for (;;) {
+        // Re-read: code run by the previous slice's detaches may have
+        // detached or attached holders, run collect() or torn everything down.
+        Registry *r = internals.registry.registry;
+        if (r == nullptr || r->closed) {
+            generation.active = false;
+            return detached;
+        }
+        size_t end = std::max(std::min(generation.cursor, r->pass_end), r->old_end);
+        if (end == r->old_end && !generation.maps) {
+            registry_age_generations(r);
+            generation.active = false;
+            stats.generation_passes++;
+            stats.last_generation_detached = generation.detached;
+            return detached;
+        }
+        size_t first = end - std::min(end - r->old_end, slice_seeds());
+        bool last = first == r->old_end;
+        MapSeeds maps = generation.maps ? MapSeeds::kYes : MapSeeds::kNo;
+        generation.maps = false;
+        Py_ssize_t found = run_slice(first, end, collector_budget(), maps,
+                                     last ? Scratch::kRelease : Scratch::kKeep);
+        stats.generation_slices++;
+        if (found < 0) {
+            return found;  // still in progress: the next GC pass resumes it
+        }
+        detached += found;
+        generation.detached += static_cast<uint64_t>(found);
+        generation.cursor = first;
+        if (found == 0 && !last) {
+            return detached;
+        }
+    }
+}
+
+// Rule 2: the sweep of every holder, one slice at a time.
 bool sweep_slice_due(const Registry *r) {
     if (sweep.active) {
         return Clock::now() >= sweep.next_slice;
     }
-    double predicted = sweep.seconds_per_holder * static_cast<double>(r->holders.size());
+    double predicted = state.seconds_per_holder * static_cast<double>(r->holders.size());
     return seconds_since(sweep.ended) >= kSweepPace * predicted;
 }
 
@@ -59,22 +128,14 @@ bool sweep_slice_due(const Registry *r) {
 // sweep has examined already, so none is skipped.
 Py_ssize_t run_sweep_slice(const Registry *r) {
     if (!sweep.active) {
-        sweep = Sweep{true, r->holders.size(), 0, {}, {}, sweep.seconds_per_holder};
-    }
-    size_t seeds = static_cast<size_t>(kSliceMinSeeds);
-    if (sweep.seconds_per_holder > 0.0) {
-        seeds = std::max(seeds, static_cast<size_t>(kSliceSeconds / sweep.seconds_per_holder));
+        sweep = Sweep{true, r->holders.size(), 0, {}, {}};
     }
     size_t end = std::min(sweep.cursor, r->holders.size());
-    size_t first = end > seeds ? end - seeds : 0;
-    seeds = end - first;
-    Py_ssize_t budget = kYoungNodesPerHolder * static_cast<Py_ssize_t>(seeds) + kYoungBaseNodes;
-    Py_ssize_t detached = collector_collect_slice(first, end, budget);
+    size_t first = end > slice_seeds() ? end - slice_seeds() : 0;
+    Py_ssize_t budget = kYoungNodesPerHolder * static_cast<Py_ssize_t>(end - first) + kYoungBaseNodes;
+    Py_ssize_t detached = run_slice(first, end, budget, MapSeeds::kNo, Scratch::kReleaseLarge);
     double seconds = collector_stats().last_seconds;
     stats.sweep_slices++;
-    if (seeds != 0) {
-        sweep.seconds_per_holder = seconds / static_cast<double>(seeds);
-    }
     sweep.detached += detached > 0 ? static_cast<uint64_t>(detached) : 0;
     sweep.cursor = first;
     if (first == 0) {
@@ -108,6 +169,44 @@ Py_ssize_t run_young_pass_if_due() {
     return detached;
 }
 
+}  // namespace
+
+Py_ssize_t auto_collect_run(Registry *r, long gc_generation) {
+    // The rules of auto_collect.h, in their order.
+    if (gc_generation >= 2) {
+        Py_ssize_t detached = 0;
+        // The rest of a generation pass still in progress first, all of it:
+        // each holder is examined while it is middle, and again while young.
+        while (generation.active) {
+            Py_ssize_t found = run_generation_slices();
+            if (found < 0) {
+                return found;
+            }
+            detached += found;
+        }
+        r = internals.registry.registry;  // the rest's detaches may have run code
+        if (r == nullptr || r->closed) {
+            return detached;
+        }
+        bool maps_due = map_scan_due();
+        if (r->old_end < r->holders.size() || maps_due) {
+            begin_generation_pass(r, maps_due);
+            Py_ssize_t found = run_generation_slices();
+            return found < 0 ? found : detached + found;
+        }
+        return detached;
+    }
+    if (generation.active) {
+        return run_generation_slices();
+    }
+    if (!r->holders.empty() && sweep_slice_due(r)) {
+        return run_sweep_slice(r);
+    }
+    return run_young_pass_if_due();
+}
+
+namespace {
+
 long generation_of(PyObject *info) {
     long generation = 2;
     if (PyDict_Check(info)) {
@@ -138,17 +237,7 @@ PyObject *on_gc(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
         (r->holders.empty() && internals.ephemeron.entries == 0)) {
         Py_RETURN_NONE;
     }
-    // The rules of auto_collect.h, in their order.
-    Py_ssize_t detached;
-    bool full_collection = generation_of(args[1]) >= 2;
-    bool maps_due = full_collection && map_scan_due();
-    if (full_collection && (r->old_end < r->holders.size() || maps_due)) {
-        detached = run_generation_pass(maps_due);
-    } else if (!r->holders.empty() && sweep_slice_due(r)) {
-        detached = run_sweep_slice(r);
-    } else {
-        detached = run_young_pass_if_due();
-    }
+    Py_ssize_t detached = auto_collect_run(r, generation_of(args[1]));
     if (detached < 0) {
         // A callback must not fail the GC pass that called it.
         PyErr_WriteUnraisable(nullptr);

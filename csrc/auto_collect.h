@@ -2,37 +2,46 @@
 //
 // Policy. At the "start" of every CPython GC pass, at most one of these runs:
 //
-//   1. Generation pass. On a generation-2 collection, when the middle and
-//      young generations (registry.h) are not empty: a pass over those two
-//      generations. Survivors move up one generation.
+//   1. Generation pass. A generation-2 collection begins one when the middle
+//      or young generation (registry.h) is not empty: it examines those two
+//      generations as they are at that moment, in slices taken from the
+//      youngest down, each seeded with about kSliceSeconds' worth of holders
+//      (measured by the previous slice) and free to explore the whole node
+//      budget. The first slice runs in that collection, and so does every
+//      next one while the previous detached something; the rest run one per
+//      GC pass, before anything else. When the last has run, its holders age:
+//      middle to old, young to middle. Holders attached meanwhile stay young.
+//      A generation-2 collection that finds a pass still in progress first
+//      runs all of its rest.
 //
 //      This is the bound. A holder becomes old only by being found live by two
-//      generation passes (or by coextra.collect()), so after any generation-2
-//      collection no dead cache is left outside the old generation (within
-//      the node budget). A cache dies old only if it lived through two
-//      generation-2 collections: a program that drops generated code in waves
-//      and collects between them never lets one.
+//      generation passes (or by coextra.collect()), so no dead cache is left
+//      outside the old generation once the generation pass of a generation-2
+//      collection has run (within the node budget); garbage a program drops
+//      is found by that collection itself, since slices go on while they find
+//      some. A cache dies old only if it lived through two generation passes:
+//      a program that drops generated code in waves and collects between them
+//      never lets one.
 //
-//      The cost follows growth, not size: every holder is examined by at most
-//      two generation passes, as CPython's own young generations do. (A full
+//      The cost follows growth, not size: every holder is examined by two
+//      generation passes, as CPython's own young generations do. (A full
 //      pass per fixed fraction of growth would examine each holder about
-//      1/fraction times.) Its pause is the time to examine what was attached
-//      between the last two generation-2 collections, which CPython spaces by
-//      the growth of the whole heap, so it stays a fraction of the pause of
-//      the collection it runs in. It cannot be sliced over later GC passes
-//      without losing the bound.
+//      1/fraction times.) What was attached between two generation-2
+//      collections can be a quarter of the heap, which CPython examines in
+//      one pause; slices split it into pauses of about kSliceSeconds, spread
+//      over the GC passes that follow, whatever the number of holders.
 //
 //      Ephemeron map entries (ephemeron_map.h) have no generations: their
-//      keys join the generation pass (a generation pass runs for them alone
-//      when no holder is young or middle) whenever a map scan is due: an
-//      entry was added since the previous scan, fewer than two scans ran
-//      since the latest addition (as a holder is examined twice before it
-//      is old), or kSweepPace times the previous scan's duration has gone
-//      by (the entries whose key died old). A scan examines every entry.
+//      keys join the first slice of a generation pass (a generation pass
+//      begins for them alone when no holder is young or middle) whenever a
+//      map scan is due: an entry was added since the previous scan, fewer
+//      than two scans ran since the latest addition (as a holder is examined
+//      twice before it is old), or kSweepPace times the previous scan's
+//      duration has gone by (the entries whose key died old). A scan examines
+//      every entry.
 //
 //   2. Sweep slice. Every holder is swept in slices of consecutive holders,
-//      each sized from the previous slice's time per holder to take about
-//      kSliceSeconds, each followed by at least kSliceSpacing times its
+//      each sized like a generation pass's slices, each followed by at least kSliceSpacing times its
 //      duration without a slice. A sweep starts when kSweepPace times its
 //      predicted duration (time per holder times the holders attached) has
 //      gone by since the previous one ended. This finds the caches that died
@@ -71,8 +80,9 @@ constexpr int kYoungMaxInterval = 64;
 constexpr Py_ssize_t kYoungMaxSeeds = 1024;
 
 struct AutoCollectStats {
-    uint64_t generation_passes = 0;         // rule 1 passes run
-    uint64_t last_generation_detached = 0;  // holders the latest one detached
+    uint64_t generation_passes = 0;         // rule 1 passes completed
+    uint64_t generation_slices = 0;         // their slices, of completed passes or not
+    uint64_t last_generation_detached = 0;  // holders the latest completed one detached
     uint64_t sweeps = 0;                    // sweeps completed
     uint64_t sweep_slices = 0;              // slices run, of completed sweeps or not
     uint64_t last_sweep_detached = 0;       // holders the latest completed sweep detached
@@ -88,7 +98,14 @@ struct AutoCollectState {
         uint64_t detached = 0;            // by this sweep's slices so far
         Clock::time_point next_slice{};   // no slice before this
         Clock::time_point ended{};        // when the previous sweep ended
-        double seconds_per_holder = 0.0;  // of the latest slice; 0 before any
+    };
+    // Rule 1: the generation pass in progress. It examines the holders of
+    // registry slots [old_end, min(cursor, pass_end)) (registry.h).
+    struct GenerationPass {
+        bool active = false;
+        size_t cursor = 0;      // the first slot of the previous slice
+        bool maps = false;      // the next slice also seeds every ephemeron key
+        uint64_t detached = 0;  // by this pass's slices so far
     };
     // Rule 3: a young pass runs on every interval-th GC pass.
     struct YoungPace {
@@ -99,7 +116,9 @@ struct AutoCollectState {
     // the life of the process, so identity checks against gc.callbacks stay
     // meaningful.
     PyObject *callback = nullptr;
+    GenerationPass generation;
     Sweep sweep;
+    double seconds_per_holder = 0.0;  // of the latest slice (rules 1 and 2); 0 before any
     YoungPace young_pace;
     AutoCollectStats stats;
 };
@@ -109,6 +128,12 @@ const AutoCollectStats &auto_collect_stats();
 // Adds (enabled) or removes (disabled) coextra's callback in gc.callbacks.
 // 0, or -1 with an exception.
 int auto_collect_set(bool enabled);
+
+// The policy, for the "start" of a GC pass of gc_generation (what the
+// callback runs, and the C++ tests): what the passes it ran detached, or -1
+// with an exception. `r` is the live registry, not closed.
+struct Registry;
+Py_ssize_t auto_collect_run(Registry *r, long gc_generation);
 
 // 1 when coextra's callback is in gc.callbacks, 0 when not, -1 with an exception.
 int auto_collect_get();

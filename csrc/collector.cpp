@@ -22,16 +22,13 @@ namespace coextra::detail {
 
 namespace {
 
-// What a pass is for: it decides which holders seed it and how the
+// What a pass is for: it decides which holders seed it and whether the
 // generations age after it (registry.h).
 enum class PassKind {
-    kAll,          // coextra.collect(): every holder; all survivors become old
-    kGenerations,  // the middle and young generations; each survivor moves up one
-    kSlice,        // a range of holders (a young pass, a slice of a sweep); no ageing
+    kAll,    // coextra.collect(): every holder; all survivors become old
+    kSlice,  // a range of holders (automatic collection's passes); no ageing
 };
 
-// Whether a pass also seeds the keys of every ephemeron map entry.
-enum class MapSeeds { kNo, kYes };
 
 // A code node with a holder outside the graph's holder index (a young pass
 // reaching an older holder's code).
@@ -168,8 +165,9 @@ void return_freed_memory() {
 #endif
 }
 
-// A pass seeded with at most this many holders (every young pass) keeps its
-// scratch memory for the next one; a larger one gives it back.
+// With Scratch::kReleaseLarge, a pass seeded with at most this many holders
+// (every young pass) keeps its scratch memory for the next one; a larger one
+// gives it back.
 constexpr size_t kRetainedSeeds = 2048;
 
 // The __dict__ of every module in sys.modules, sorted by address: a pass never
@@ -633,7 +631,8 @@ Py_ssize_t detach_garbage(Pass &pass, const std::vector<Holder *> &holders) {
 // One pass seeded with the codes of registry->holders[first, end) (and with
 // every ephemeron key, as `maps` says), then the generations aged as `kind`
 // says. -1 with an exception.
-Py_ssize_t run_pass(PassKind kind, MapSeeds maps, size_t first, size_t end, size_t node_budget) {
+Py_ssize_t run_pass(PassKind kind, MapSeeds maps, size_t first, size_t end, size_t node_budget,
+                    Scratch scratch) {
     if (state.running) {
         return 0;
     }
@@ -654,6 +653,7 @@ Py_ssize_t run_pass(PassKind kind, MapSeeds maps, size_t first, size_t end, size
     end = std::min(end, r->holders.size());
     first = std::min(first, end);
     bool large = kind != PassKind::kSlice || end - first > kRetainedSeeds;
+    bool release = scratch == Scratch::kRelease || (large && scratch == Scratch::kReleaseLarge);
 
     Pass &pass = state.scratch->pass;
     pass.reset(node_budget);
@@ -676,8 +676,6 @@ Py_ssize_t run_pass(PassKind kind, MapSeeds maps, size_t first, size_t end, size
         // generations' bounds, not the holders detach_garbage finds by slot.
         if (kind == PassKind::kAll) {
             registry_all_old(r);
-        } else if (kind == PassKind::kGenerations) {
-            registry_age_generations(r);
         }
         detached = detach_garbage(pass, r->holders);
     } else {
@@ -694,8 +692,9 @@ Py_ssize_t run_pass(PassKind kind, MapSeeds maps, size_t first, size_t end, size
     state.stats.last_nodes = pass.graph.explored();
     // The arrays of a pass over many holders are sized for all of them;
     // keeping them would add to what every holder costs (bench/bench_memory.py).
-    // Young passes are small and frequent: they keep theirs.
-    if (large) {
+    // Young passes are small and frequent: they keep theirs, and so does a
+    // slice that another slice follows at once (Scratch::kKeep).
+    if (release) {
         pass.release_memory();
         return_freed_memory();
     }
@@ -734,21 +733,14 @@ void MapScans::record(double duration) {
 }
 
 Py_ssize_t collector_collect_all() {
-    return run_pass(PassKind::kAll, MapSeeds::kYes, 0, SIZE_MAX, static_cast<size_t>(state.budget));
+    return run_pass(PassKind::kAll, MapSeeds::kYes, 0, SIZE_MAX, static_cast<size_t>(state.budget),
+                    Scratch::kReleaseLarge);
 }
 
-Py_ssize_t collector_collect_generations(bool with_maps) {
-    Registry *r = registry_get();
-    if (r == nullptr) {
-        return -1;
-    }
-    return run_pass(PassKind::kGenerations, with_maps ? MapSeeds::kYes : MapSeeds::kNo, r->old_end,
-                    SIZE_MAX, static_cast<size_t>(state.budget));
-}
-
-Py_ssize_t collector_collect_slice(size_t first, size_t end, Py_ssize_t node_budget) {
+Py_ssize_t collector_collect_slice(size_t first, size_t end, Py_ssize_t node_budget, MapSeeds maps,
+                                   Scratch scratch) {
     Py_ssize_t budget = std::max<Py_ssize_t>(1, std::min(node_budget, state.budget));
-    return run_pass(PassKind::kSlice, MapSeeds::kNo, first, end, static_cast<size_t>(budget));
+    return run_pass(PassKind::kSlice, maps, first, end, static_cast<size_t>(budget), scratch);
 }
 
 const MapScans &collector_map_scans() { return state.map_scans; }
@@ -772,7 +764,8 @@ Py_ssize_t collector_collect_young(Py_ssize_t max_seeds, Py_ssize_t node_budget)
     Py_ssize_t young = collector_young_count();
     size_t seeds = static_cast<size_t>(young < max_seeds ? young : max_seeds);
     size_t first = r->holders.size() - seeds;  // the newest: the likeliest to die young
-    return collector_collect_slice(first, r->holders.size(), node_budget);
+    return collector_collect_slice(first, r->holders.size(), node_budget, MapSeeds::kNo,
+                                   Scratch::kReleaseLarge);
 }
 
 Py_ssize_t collector_budget() { return state.budget; }

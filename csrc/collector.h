@@ -42,7 +42,8 @@ struct CollectorStats {
 const CollectorStats &collector_stats();
 
 // The passes seeded with every ephemeron key (map scans): collect() and the
-// generation passes that automatic collection asks for one (auto_collect.h).
+// first slice of a generation pass when automatic collection asks for one
+// (auto_collect.h).
 struct MapScans {
     using Clock = std::chrono::steady_clock;
     uint64_t scans = 0;
@@ -85,21 +86,28 @@ struct CollectorState {
 // when a collection is already running.
 Py_ssize_t collector_collect_all();
 
+// Whether a pass also seeds the key of every ephemeron map entry (a map scan).
+enum class MapSeeds { kNo, kYes };
+
+// What a pass does with its scratch memory when it ends: gives it back
+// (kRelease), so that it does not add to what every holder costs; gives it
+// back if the pass seeded more than a few thousand holders (kReleaseLarge);
+// or keeps it for a slice that follows at once (kKeep).
+enum class Scratch { kRelease, kReleaseLarge, kKeep };
+
 // The passes of automatic collection (auto_collect.h), each returning what
-// collector_collect_all returns:
-//   - over the middle and young generations (registry.h), which then age,
-//     and with_maps: every ephemeron map entry too;
+// collector_collect_all returns; the generations stay as they are:
 //   - over registry->holders[first, end) (clamped), adding at most
-//     `node_budget` nodes; the generations stay as they are;
+//     `node_budget` nodes;
 //   - over the newest of the holders attached since the previous pass (at
 //     most max_seeds of them; the others wait for the generation pass), at
 //     most `node_budget` nodes.
 // Never more nodes than the global budget.
-Py_ssize_t collector_collect_generations(bool with_maps);
+Py_ssize_t collector_collect_slice(size_t first, size_t end, Py_ssize_t node_budget, MapSeeds maps,
+                                   Scratch scratch);
+Py_ssize_t collector_collect_young(Py_ssize_t max_seeds, Py_ssize_t node_budget);
 
 const MapScans &collector_map_scans();
-Py_ssize_t collector_collect_slice(size_t first, size_t end, Py_ssize_t node_budget);
-Py_ssize_t collector_collect_young(Py_ssize_t max_seeds, Py_ssize_t node_budget);
 
 // Holders attached since the previous pass (the seeds of collector_collect_young).
 Py_ssize_t collector_young_count();

@@ -35,7 +35,7 @@ static void place(Registry *r, Holder *h, size_t slot) {
 // holds a stale pointer then.
 static void remove_slot(Registry *r, size_t slot) {
     size_t size = r->holders.size();
-    size_t *ends[] = {&r->old_end, &r->middle_end, &size};
+    size_t *ends[] = {&r->old_end, &r->middle_end, &r->pass_end, &size};
     for (size_t *end : ends) {
         if (slot < *end) {
             size_t last = --*end;
@@ -48,12 +48,14 @@ static void remove_slot(Registry *r, size_t slot) {
     r->holders.pop_back();
 }
 
+void registry_begin_generation_pass(Registry *r) { r->pass_end = r->holders.size(); }
+
 void registry_age_generations(Registry *r) {
     r->old_end = r->middle_end;
-    r->middle_end = r->holders.size();
+    r->middle_end = r->pass_end;
 }
 
-void registry_all_old(Registry *r) { r->old_end = r->middle_end = r->holders.size(); }
+void registry_all_old(Registry *r) { r->old_end = r->middle_end = r->pass_end = r->holders.size(); }
 
 // The one detach operation (see registry.h for the order and why).
 static void detach(Registry *r, Holder *h, bool clear_slot) {
@@ -278,7 +280,7 @@ PyObject *registry_init() {
         return nullptr;
     }
     new (&r->holders) std::vector<Holder *>();
-    r->old_end = r->middle_end = 0;
+    r->old_end = r->middle_end = r->pass_end = 0;
     r->closed = false;
     r->attached_total = 0;
     r->detached_total = 0;

@@ -23,23 +23,30 @@
 
 namespace coextra::detail {
 
-// Generations. `holders` is kept in three runs by how often automatic
+// Generations. `holders` is kept in four runs by how often automatic
 // collection has examined a holder and found it live (auto_collect.h):
 //
-//     [0, old_end)            old: found live twice, or by a full pass
-//     [old_end, middle_end)   middle: found live once
-//     [middle_end, size())    young: attached since the last generation pass
+//     [0, old_end)               old: found live by two generation passes,
+//                                or by a full pass
+//     [old_end, middle_end)      middle: found live by one generation pass
+//     [middle_end, pass_end)     young, attached before the generation pass in
+//                                progress began (empty when none is)
+//     [pass_end, size())         young, attached since
 //
-// An attachment appends to the young run; a detach fills the hole with the
-// last holder of the same run and that run's last slot with the next run's
-// last holder, so the runs stay contiguous whatever is detached. Generations
-// only decide what automatic collection examines when; any set of seeds gives
-// a sound pass.
+// A generation pass examines [old_end, pass_end), in slices, and then ages
+// its runs (registry_age_generations). An attachment appends to the last run;
+// a detach fills the hole with the last holder of the same run and that run's
+// last slot with the next run's last holder, and so on, so the runs stay
+// contiguous whatever is detached and a holder never changes runs that way,
+// and every holder it moves goes to a lower slot. Generations only decide
+// what automatic collection examines when; any set of seeds gives a sound
+// pass.
 struct Registry {
     PyObject_HEAD
     std::vector<Holder *> holders; // owned references; holders[h->registry_slot] == h
     size_t old_end;                // see "Generations"
     size_t middle_end;
+    size_t pass_end;
     bool closed;                   // teardown ran: no new attachments
     uint64_t attached_total;       // holders ever attached
     uint64_t detached_total;       // holders ever detached, for any reason
@@ -82,13 +89,16 @@ Holder *registry_ensure(PyObject *code);
 // Detaches h. Returns 1 if it was attached, 0 if it was already detached.
 int registry_detach(Holder *h);
 
-// Once a pass over the middle and young generations has decided, before it
-// detaches: every holder of those generations moves up one (middle to old,
-// young to middle); the garbage among them then leaves whichever generation it
-// is in, and holders attached by code run while detaching start young.
+// A generation pass begins: the young holders attached so far are the ones
+// it examines ([middle_end, pass_end) becomes every young holder).
+void registry_begin_generation_pass(Registry *r);
+
+// It has examined its runs: middle becomes old and the young holders it
+// examined become middle; those attached since it began stay young.
 void registry_age_generations(Registry *r);
 
-// The same after a pass over every holder: all of them become old.
+// The same after a pass over every holder: all of them become old, and a
+// generation pass in progress has nothing left to examine.
 void registry_all_old(Registry *r);
 
 // Detaches every holder attached when the call starts; returns how many.

@@ -63,6 +63,7 @@ void add_collector_stats(py::dict &out) {
         {"detached_by_collector", s.detached_by_collector}, {"last_nodes", s.last_nodes},
         {"budget_exhausted", s.budget_exhausted}, {"auto_detached", s.auto_detached},
         {"auto_generation_passes", a.generation_passes},
+        {"auto_generation_slices", a.generation_slices},
         {"auto_last_generation_detached", a.last_generation_detached},
         {"auto_sweeps", a.sweeps}, {"auto_sweep_slices", a.sweep_slices},
         {"auto_last_sweep_detached", a.last_sweep_detached},

@@ -123,9 +123,9 @@ TEST_F(Collector, ScratchMemoryIsFreedOnReleaseAndMadeAgainByTheNextPass) {
     EXPECT_NE(internals.collector.scratch, nullptr);
 }
 
-// A generation pass ages the survivors once it has decided, before it
-// detaches: a holder attached by code its detaching runs (a product's
-// __del__) was never examined, and starts young.
+// A generation pass ages only what it examined: a holder attached by code
+// its detaching runs (a product's __del__) was never examined, and starts
+// young.
 TEST_F(Collector, AHolderAttachedWhileAGenerationPassDetachesStartsYoung) {
     py::object late = make_function("late");
     py::dict ns;
@@ -139,14 +139,156 @@ TEST_F(Collector, AHolderAttachedWhileAGenerationPassDetachesStartsYoung) {
     py::object f = make_function("f");
     cache(f, ns["Product"](f));
     f = py::object();
-    ASSERT_EQ(collector_collect_generations(false), 1);
     Registry *r = registry_get();
+    ASSERT_EQ(auto_collect_run(r, 2), 1) << "one generation-2 collection";
+    EXPECT_FALSE(internals.auto_collect.generation.active) << "two holders: one slice";
     Holder *h = registry_holder_of(code_ptr(late));
     ASSERT_NE(h, nullptr);
     EXPECT_GE(h->registry_slot, r->middle_end) << "young: attached after the pass decided";
     Holder *survivor = registry_holder_of(code_ptr(kept));
     EXPECT_GE(survivor->registry_slot, r->old_end);
     EXPECT_LT(survivor->registry_slot, r->middle_end) << "found live once: middle";
+}
+
+// --- the generation pass in slices (auto_collect.h, rule 1) ------------------
+
+// Drives automatic collection by hand: CPython's own GC stays off, and every
+// slice seeds kSliceMinSeeds holders (the time per holder is set so high that
+// the minimum wins), so the slicing does not depend on this machine's speed.
+class GenerationSlices : public Collector {
+protected:
+    void SetUp() override {
+        Collector::SetUp();
+        py::module_::import("gc").attr("disable")();
+        internals.auto_collect.generation = {};
+    }
+    void TearDown() override {
+        py::module_::import("gc").attr("enable")();
+        Collector::TearDown();
+    }
+    // One GC pass of `generation` as automatic collection sees it.
+    Py_ssize_t gc_pass(long generation) {
+        internals.auto_collect.seconds_per_holder = 1.0;
+        return auto_collect_run(registry_get(), generation);
+    }
+    bool in_progress() const { return internals.auto_collect.generation.active; }
+    // n holders whose code stays referenced from here.
+    void attach_live(size_t n) {
+        for (size_t i = 0; i < n; i++) {
+            live.push_back(make_function("live" + std::to_string(live.size())));
+            cache(live.back(), py::make_tuple(live.back()));
+        }
+    }
+    // n holders whose code only their own product references.
+    void attach_dead(size_t n) {
+        for (size_t i = 0; i < n; i++) {
+            py::object f = make_function("dead" + std::to_string(i));
+            cache(f, py::make_tuple(f));
+        }
+    }
+    std::vector<py::object> live;
+};
+
+TEST_F(GenerationSlices, AGenerationPassOverLiveHoldersGoesOnOverTheNextGCPasses) {
+    attach_live(1000);
+    uint64_t slices = internals.auto_collect.stats.generation_slices;
+    uint64_t passes = internals.auto_collect.stats.generation_passes;
+    EXPECT_EQ(gc_pass(2), 0);
+    EXPECT_TRUE(in_progress()) << "one slice found all live: the rest waits";
+    EXPECT_EQ(internals.auto_collect.stats.generation_slices, slices + 1);
+    EXPECT_EQ(registry_get()->middle_end, 0u) << "nothing ages before the last slice";
+    int more = 0;
+    while (in_progress()) {
+        EXPECT_EQ(gc_pass(0), 0);
+        more++;
+    }
+    EXPECT_EQ(more, 3) << "1000 holders, 256 a slice";
+    EXPECT_EQ(internals.auto_collect.stats.generation_passes, passes + 1);
+    Registry *r = registry_get();
+    EXPECT_EQ(r->old_end, 0u);
+    EXPECT_EQ(r->middle_end, 1000u) << "found live once: middle";
+}
+
+TEST_F(GenerationSlices, SlicesGoOnInTheSameGCPassWhileTheyFindGarbage) {
+    attach_live(700);
+    attach_dead(600);  // the youngest, as a program's latest dropped code
+    EXPECT_EQ(gc_pass(2), 600) << "every dead cache, in the collection itself";
+    EXPECT_EQ(registry_get()->holders.size(), 700u);
+}
+
+TEST_F(GenerationSlices, GarbageBelowLiveHoldersIsFoundByALaterSlice) {
+    attach_dead(300);
+    attach_live(700);
+    EXPECT_EQ(gc_pass(2), 0) << "the youngest slice is all live";
+    Py_ssize_t found = 0;
+    while (in_progress()) {
+        found += gc_pass(0);
+    }
+    EXPECT_EQ(found, 300);
+    EXPECT_EQ(registry_get()->holders.size(), 700u);
+}
+
+TEST_F(GenerationSlices, AGeneration2CollectionRunsTheRestOfAPassFirst) {
+    attach_live(1000);
+    gc_pass(2);
+    ASSERT_TRUE(in_progress());
+    attach_dead(10);  // after the pass began: not its business
+    uint64_t passes = internals.auto_collect.stats.generation_passes;
+    EXPECT_EQ(gc_pass(2), 10) << "the rest, then a new pass over the newcomers";
+    EXPECT_GE(internals.auto_collect.stats.generation_passes, passes + 1) << "the rest ran";
+    EXPECT_EQ(registry_get()->holders.size(), 1000u);
+}
+
+// Detaches and attachments between slices move holders about the table
+// (registry.h); every holder the pass began with is still examined exactly
+// as if none had happened.
+TEST_F(GenerationSlices, HoldersDetachedAndAttachedBetweenSlicesLeaveNoneUnexamined) {
+    attach_live(200);
+    gc_pass(2);
+    while (in_progress()) {
+        gc_pass(0);
+    }
+    ASSERT_EQ(registry_get()->middle_end, 200u) << "a middle run below the young one";
+    // Dead and live interleaved, so that every slice has both.
+    for (int i = 0; i < 400; i++) {
+        (i % 3 == 0 ? attach_dead(1) : attach_live(1));
+    }
+    gc_pass(2);  // found garbage: how far it went depends on the slices
+    std::vector<py::object> newcomers;
+    int round = 0;
+    while (in_progress()) {
+        // Between slices: detach every seventh live holder still attached (a
+        // hole in the old, middle or young run) and attach one more.
+        for (size_t i = round % 7; i < live.size(); i += 7) {
+            if (Holder *h = registry_holder_of(code_ptr(live[i]))) {
+                registry_detach(h);
+            }
+        }
+        newcomers.push_back(make_function("newcomer" + std::to_string(round)));
+        cache(newcomers.back(), py::make_tuple(newcomers.back()));
+        gc_pass(0);
+        round++;
+    }
+    Registry *r = registry_get();
+    size_t dead_left = 0;
+    for (size_t slot = 0; slot < r->holders.size(); slot++) {
+        Holder *h = r->holders[slot];
+        bool is_newcomer = false;
+        for (const py::object &f : newcomers) {
+            is_newcomer |= code_ptr(f) == h->code;
+        }
+        bool is_live = is_newcomer;
+        for (const py::object &f : live) {
+            is_live |= code_ptr(f) == h->code;
+        }
+        dead_left += !is_live;
+        if (is_newcomer) {
+            EXPECT_GE(slot, r->middle_end) << "attached after the pass began: young";
+        } else {
+            EXPECT_LT(slot, r->middle_end) << "examined by the pass: middle or old";
+        }
+    }
+    EXPECT_EQ(dead_left, 0u) << "every dead cache the pass began with";
 }
 
 TEST_F(Collector, KeepsACodeWithAnOutsideReference) {

@@ -182,60 +182,77 @@ TEST_F(Core, ResetDetachesEverything) {
 void expect_table_consistent() {
     Registry *r = registry_get();
     ASSERT_LE(r->old_end, r->middle_end);
-    ASSERT_LE(r->middle_end, r->holders.size());
+    ASSERT_LE(r->middle_end, r->pass_end);
+    ASSERT_LE(r->pass_end, r->holders.size());
     for (size_t i = 0; i < r->holders.size(); i++) {
         ASSERT_EQ(r->holders[i]->registry_slot, i);
         ASSERT_TRUE(holder_attached(r->holders[i]));
     }
 }
 
-// The generation (0 old, 1 middle, 2 young) of every attached holder, by holder.
+// The run (0 old, 1 middle, 2 young in the generation pass, 3 young since)
+// of every attached holder, by holder.
 std::map<Holder *, int> generations() {
     Registry *r = registry_get();
     std::map<Holder *, int> out;
     for (size_t i = 0; i < r->holders.size(); i++) {
-        out[r->holders[i]] = i < r->old_end ? 0 : i < r->middle_end ? 1 : 2;
+        out[r->holders[i]] = i < r->old_end ? 0 : i < r->middle_end ? 1 : i < r->pass_end ? 2 : 3;
     }
     return out;
 }
 
 TEST_F(Core, DetachKeepsEveryHolderInItsGeneration) {
-    // Every shape of up to three holders per generation, empty ones included,
-    // and every holder of it detached in turn.
+    // Every shape of up to two holders per run, empty ones included, and
+    // every holder of it detached in turn.
     py::module_::import("gc").attr("disable")();  // no automatic pass ages them meanwhile
-    for (int old = 0; old <= 3; old++) {
-        for (int middle = 0; middle <= 3; middle++) {
-            for (int young = 0; young <= 3; young++) {
-                for (int victim = 0; victim < old + middle + young; victim++) {
-                    SCOPED_TRACE("shape " + std::to_string(old) + "/" + std::to_string(middle) + "/" +
-                                 std::to_string(young) + ", victim " + std::to_string(victim));
-                    std::vector<py::object> functions;
-                    std::vector<Holder *> holders;
-                    int counts[] = {old, middle, young};
-                    for (int g = 0; g < 3; g++) {
-                        for (int i = 0; i < counts[g]; i++) {
-                            functions.push_back(make_function("g" + std::to_string(functions.size())));
-                            holders.push_back(registry_ensure(code_ptr(functions.back())));
-                            ASSERT_NE(holders.back(), nullptr);
-                        }
-                        if (g < 2) {
-                            registry_age_generations(registry_get());
-                        }
-                    }
-                    // Ageing twice made the first run old and the second middle.
-                    ASSERT_EQ(registry_get()->old_end, static_cast<size_t>(old));
-                    ASSERT_EQ(registry_get()->middle_end, static_cast<size_t>(old + middle));
-                    std::map<Holder *, int> before = generations();
-                    ASSERT_EQ(registry_detach(holders[victim]), 1);
-                    expect_table_consistent();
-                    std::map<Holder *, int> after = generations();
-                    EXPECT_EQ(after.size(), before.size() - 1);
-                    for (auto &[holder, generation] : after) {
-                        ASSERT_EQ(generation, before[holder]);
-                    }
-                    registry_reset();
+    constexpr int kRuns = 4, kMost = 2;
+    for (int shape = 0; shape < 81; shape++) {
+        int counts[kRuns];
+        int total = 0;
+        for (int g = 0, rest = shape; g < kRuns; g++, rest /= kMost + 1) {
+            counts[g] = rest % (kMost + 1);
+            total += counts[g];
+        }
+        for (int victim = 0; victim < total; victim++) {
+            SCOPED_TRACE("shape " + std::to_string(counts[0]) + "/" + std::to_string(counts[1]) + "/" +
+                         std::to_string(counts[2]) + "/" + std::to_string(counts[3]) + ", victim " +
+                         std::to_string(victim));
+            std::vector<py::object> functions;
+            std::vector<Holder *> holders;
+            for (int g = 0; g < kRuns; g++) {
+                for (int i = 0; i < counts[g]; i++) {
+                    functions.push_back(make_function("g" + std::to_string(functions.size())));
+                    holders.push_back(registry_ensure(code_ptr(functions.back())));
+                    ASSERT_NE(holders.back(), nullptr);
+                }
+                if (g < 3) {
+                    registry_begin_generation_pass(registry_get());
+                }
+                if (g < 2) {
+                    registry_age_generations(registry_get());
                 }
             }
+            // Two whole generation passes made the first run old and the
+            // second middle; a third began over the third run.
+            Registry *r = registry_get();
+            ASSERT_EQ(r->old_end, static_cast<size_t>(counts[0]));
+            ASSERT_EQ(r->middle_end, static_cast<size_t>(counts[0] + counts[1]));
+            ASSERT_EQ(r->pass_end, static_cast<size_t>(counts[0] + counts[1] + counts[2]));
+            std::map<Holder *, int> before = generations();
+            std::map<Holder *, size_t> slots;
+            for (Holder *h : r->holders) {
+                slots[h] = h->registry_slot;
+            }
+            ASSERT_EQ(registry_detach(holders[victim]), 1);
+            expect_table_consistent();
+            std::map<Holder *, int> after = generations();
+            EXPECT_EQ(after.size(), before.size() - 1);
+            for (auto &[holder, generation] : after) {
+                ASSERT_EQ(generation, before[holder]);
+                // What a generation pass's downward slices rely on.
+                ASSERT_LE(holder->registry_slot, slots[holder]) << "a holder moved up";
+            }
+            registry_reset();
         }
     }
     py::module_::import("gc").attr("enable")();

@@ -155,6 +155,8 @@ def test_stats_show_the_policy_working():
     after = coextra.stats()
     assert after["auto_detached"] - before["auto_detached"] >= 3_000
     assert after["auto_generation_passes"] > before["auto_generation_passes"]
+    assert (after["auto_generation_slices"] - before["auto_generation_slices"]
+            >= after["auto_generation_passes"] - before["auto_generation_passes"])
     assert after["auto_last_generation_detached"] >= 1
     assert 0 < after["auto_max_pause"] <= after["auto_seconds"]
     assert len(coextra.holders()) == len(keep)
