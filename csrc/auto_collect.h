@@ -17,10 +17,11 @@
 //      This is the bound. A holder becomes old only by being found live by two
 //      generation passes (or by coextra.collect()), so no dead cache is left
 //      outside the old generation once the generation pass of a generation-2
-//      collection has run (within the node budget); garbage a program drops
-//      is found by that collection itself, since slices go on while they find
-//      some. A cache dies old only if it lived through two generation passes:
-//      a program that drops generated code in waves and collects between them
+//      collection has run (within the node budget). What a program has just
+//      dropped is among the youngest holders, in the first slices, which go
+//      on while they find garbage: it goes in that collection itself. A
+//      cache dies old only if it lived through two generation passes: a
+//      program that drops generated code in waves and collects between them
 //      never lets one.
 //
 //      The cost follows growth, not size: every holder is examined by two
@@ -41,10 +42,10 @@
 //      every entry.
 //
 //   2. Sweep slice. Every holder is swept in slices of consecutive holders,
-//      each sized like a generation pass's slices, each followed by at least kSliceSpacing times its
-//      duration without a slice. A sweep starts when kSweepPace times its
-//      predicted duration (time per holder times the holders attached) has
-//      gone by since the previous one ended. This finds the caches that died
+//      each sized like a generation pass's slices and followed by at least
+//      kSliceSpacing times its duration without a slice. A sweep starts when
+//      kSweepPace times its predicted duration (time per holder times the
+//      holders attached) has gone by since the previous one ended. This finds the caches that died
 //      old, and dead caches of any generation in a program that seldom
 //      reaches a generation-2 collection, at a cost of about 1/kSweepPace of
 //      the program's time and with no pause longer than a slice.

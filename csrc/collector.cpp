@@ -29,7 +29,6 @@ enum class PassKind {
     kSlice,  // a range of holders (automatic collection's passes); no ageing
 };
 
-
 // A code node with a holder outside the graph's holder index (a young pass
 // reaching an older holder's code).
 struct CodeWithHolder {
