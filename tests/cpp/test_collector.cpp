@@ -3,6 +3,7 @@
 // interpreter. The Python suite covers the shapes; these pin down the
 // algorithm's accounting: the virtual edge, pruning, the budget, reentrancy.
 #include <gtest/gtest.h>
+#include <set>
 #include <pybind11/embed.h>
 
 #include "core_test_main.h"
@@ -249,12 +250,17 @@ TEST_F(GenerationSlices, HoldersDetachedAndAttachedBetweenSlicesLeaveNoneUnexami
         gc_pass(0);
     }
     ASSERT_EQ(registry_get()->middle_end, 200u) << "a middle run below the young one";
-    // Dead and live interleaved, so that every slice has both.
+    // Dead and live interleaved, under a youngest slice that is all live,
+    // so that the pass stops after its first slice and goes on over GC
+    // passes with detaches and attachments between them.
     for (int i = 0; i < 400; i++) {
         (i % 3 == 0 ? attach_dead(1) : attach_live(1));
     }
-    gc_pass(2);  // found garbage: how far it went depends on the slices
+    attach_live(300);
+    EXPECT_EQ(gc_pass(2), 0);
+    ASSERT_TRUE(in_progress());
     std::vector<py::object> newcomers;
+    std::set<PyObject *> detached_here;
     int round = 0;
     while (in_progress()) {
         // Between slices: detach every seventh live holder still attached (a
@@ -262,6 +268,7 @@ TEST_F(GenerationSlices, HoldersDetachedAndAttachedBetweenSlicesLeaveNoneUnexami
         for (size_t i = round % 7; i < live.size(); i += 7) {
             if (Holder *h = registry_holder_of(code_ptr(live[i]))) {
                 registry_detach(h);
+                detached_here.insert(code_ptr(live[i]));
             }
         }
         newcomers.push_back(make_function("newcomer" + std::to_string(round)));
@@ -269,7 +276,11 @@ TEST_F(GenerationSlices, HoldersDetachedAndAttachedBetweenSlicesLeaveNoneUnexami
         gc_pass(0);
         round++;
     }
+    EXPECT_GE(round, 1) << "the pass went on after the collection";
     Registry *r = registry_get();
+    ASSERT_LE(r->old_end, r->middle_end);
+    ASSERT_LE(r->middle_end, r->pass_end);
+    ASSERT_LE(r->pass_end, r->holders.size());
     size_t dead_left = 0;
     for (size_t slot = 0; slot < r->holders.size(); slot++) {
         Holder *h = r->holders[slot];
@@ -289,6 +300,11 @@ TEST_F(GenerationSlices, HoldersDetachedAndAttachedBetweenSlicesLeaveNoneUnexami
         }
     }
     EXPECT_EQ(dead_left, 0u) << "every dead cache the pass began with";
+    for (const py::object &f : live) {
+        if (detached_here.count(code_ptr(f)) == 0) {
+            EXPECT_NE(registry_holder_of(code_ptr(f)), nullptr) << "a live cache was dropped";
+        }
+    }
 }
 
 TEST_F(Collector, KeepsACodeWithAnOutsideReference) {
