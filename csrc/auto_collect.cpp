@@ -23,6 +23,10 @@ constexpr AutoCollectStats &stats = internals.auto_collect.stats;
 constexpr Sweep &sweep = internals.auto_collect.sweep;
 constexpr GenerationPass &generation = internals.auto_collect.generation;
 
+double seconds_since(Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
 // Rule 1: the generation pass, with the ephemeron map entries when a map scan is due.
 bool map_scan_due() {
     if (internals.ephemeron.entries == 0) {
@@ -32,12 +36,7 @@ bool map_scan_due() {
     if (scans.added_mark != internals.ephemeron.added_total || scans.quiet < 2) {
         return true;
     }
-    double since = std::chrono::duration<double>(Clock::now() - scans.ended).count();
-    return since >= kSweepPace * scans.seconds;
-}
-
-double seconds_since(Clock::time_point t) {
-    return std::chrono::duration<double>(Clock::now() - t).count();
+    return seconds_since(scans.ended) >= kSweepPace * scans.seconds;
 }
 
 // Holders a slice may seed to take about kSliceSeconds.
@@ -48,6 +47,9 @@ size_t slice_seeds() {
     }
     return seeds;
 }
+
+// The first slot of the slice that ends at `end`: slices go down, never below `bottom`.
+size_t slice_first(size_t bottom, size_t end) { return end - std::min(end - bottom, slice_seeds()); }
 
 // Runs one pass over holders[first, end) for a slice (of a generation pass
 // or a sweep) and learns its time per holder (not from a map scan, whose time
@@ -95,7 +97,7 @@ Py_ssize_t run_generation_slices() {
             stats.last_generation_detached = generation.detached;
             return detached;
         }
-        size_t first = end - std::min(end - r->old_end, slice_seeds());
+        size_t first = slice_first(r->old_end, end);
         bool last = first == r->old_end;
         MapSeeds maps = generation.maps ? MapSeeds::kYes : MapSeeds::kNo;
         generation.maps = false;
@@ -131,7 +133,7 @@ Py_ssize_t run_sweep_slice(const Registry *r) {
         sweep = Sweep{true, r->holders.size(), 0, {}, {}};
     }
     size_t end = std::min(sweep.cursor, r->holders.size());
-    size_t first = end > slice_seeds() ? end - slice_seeds() : 0;
+    size_t first = slice_first(0, end);
     Py_ssize_t budget = kYoungNodesPerHolder * static_cast<Py_ssize_t>(end - first) + kYoungBaseNodes;
     Py_ssize_t detached = run_slice(first, end, budget, MapSeeds::kNo, Scratch::kReleaseLarge);
     double seconds = collector_stats().last_seconds;
