@@ -7,11 +7,13 @@
    100k; explored nodes per holder constant from 1k to 1M; the collector's
    time growth from 10k to 100k and from 100k to 1M divided by gc.collect()'s
    growth on the same heaps at most 1.2 (both outgrow the CPU caches alike,
-   so this ratio measures the collector, not the machine). Beside it, the
-   same ratio per unit of work (time per explored node against gc.collect()'s
-   time per tracked object): the interpreter's own objects, which
-   gc.collect() traverses and the collector does not, make its work grow
-   less than tenfold from 10k to 100k holders.
+   so this ratio measures the collector, not the machine). Each size's heap
+   is built three times (--heaps) and the growth taken from the median over
+   the heaps of each heap's median round. Beside it, the same ratio per unit
+   of work (time per explored node against gc.collect()'s time per tracked
+   object): the interpreter's own objects, which gc.collect() traverses and
+   the collector does not, make its work grow less than tenfold from 10k to
+   100k holders.
 2. A workload attaching 100k holders that stay live, with automatic
    collection on against off, interleaved rounds; once with a trivial product
    (a list: a few microseconds per holder), once with a product compile()d per
@@ -32,7 +34,7 @@
    pass beside the longest collection CPython itself ran meanwhile (timed by
    callbacks placed around coextra's in gc.callbacks).
 
-    python bench/bench_collector.py [--quick] [--rounds 5] [--json FILE]
+    python bench/bench_collector.py [--quick] [--rounds 5] [--heaps 3] [--json FILE]
 """
 
 from __future__ import annotations
@@ -75,28 +77,40 @@ def best(fn, rounds: int) -> float:
     return min(times)
 
 
-def collector_vs_gc(sizes, rounds: int) -> list[dict]:
+def collector_vs_gc(sizes, rounds: int, heaps: int) -> list[dict]:
+    """Per size, `heaps` heaps built one after another, each timed over
+    `rounds` interleaved rounds. A figure is the median over the heaps of each
+    heap's median round: how the objects of one build happen to lie in memory
+    moves both collectors' times by up to half at 10k holders, more than the
+    rounds on one heap differ, so one heap per size is one sample."""
     coextra.set_auto_collect(False)
     rows = []
     for n in sizes:
-        coextra.reset()
-        gc.collect()
-        functions = make_functions(n)
-        attach_small_products(functions)
-        gc.collect()
-        samples_collector, samples_gc = [], []
-        for _ in range(rounds):  # interleaved: noise hits both alike
-            samples_gc.append(best(gc.collect, 1))
-            samples_collector.append(best(coextra.collect, 1))
-        nodes = coextra.stats()["last_nodes"]
-        assert coextra.stats()["holders"] == n, "every holder is live"
-        t_collector, t_gc = min(samples_collector), min(samples_gc)
+        per_heap = []
+        for _ in range(heaps):
+            coextra.reset()
+            gc.collect()
+            functions = make_functions(n)
+            attach_small_products(functions)
+            gc.collect()
+            samples_collector, samples_gc = [], []
+            for _ in range(rounds):  # interleaved: noise hits both alike
+                samples_gc.append(best(gc.collect, 1))
+                samples_collector.append(best(coextra.collect, 1))
+            assert coextra.stats()["holders"] == n, "every holder is live"
+            per_heap.append({"collector_best_s": min(samples_collector), "gc_best_s": min(samples_gc),
+                             "collector_median_s": statistics.median(samples_collector),
+                             "gc_median_s": statistics.median(samples_gc),
+                             "nodes": coextra.stats()["last_nodes"],
+                             "gc_objects": len(gc.get_objects())})
+            del functions
+        t_collector = min(h["collector_best_s"] for h in per_heap)
+        t_gc = min(h["gc_best_s"] for h in per_heap)
         rows.append({"holders": n, "collector_s": t_collector, "gc_s": t_gc,
-                     "ratio": t_collector / t_gc, "nodes": nodes,
-                     "collector_median_s": statistics.median(samples_collector),
-                     "gc_median_s": statistics.median(samples_gc),
-                     "gc_objects": len(gc.get_objects())})
-        del functions
+                     "ratio": t_collector / t_gc, "nodes": per_heap[-1]["nodes"],
+                     "collector_median_s": statistics.median(h["collector_median_s"] for h in per_heap),
+                     "gc_median_s": statistics.median(h["gc_median_s"] for h in per_heap),
+                     "gc_objects": per_heap[-1]["gc_objects"], "heaps": per_heap})
     coextra.reset()
     coextra.set_auto_collect(True)
     gc.collect()
@@ -253,22 +267,26 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes, fewer rounds")
     parser.add_argument("--rounds", type=int, default=None)
+    parser.add_argument("--heaps", type=int, default=None,
+                        help="heaps built per size for collect() against gc.collect() (default 3)")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
     rounds = args.rounds or (3 if args.quick else 7)
+    heaps = args.heaps or (1 if args.quick else 3)
     sizes = [1_000, 10_000, 30_000] if args.quick else [1_000, 10_000, 100_000, 1_000_000]
     workload = 20_000 if args.quick else 100_000
     shared_holders = [1_000, 10_000]
     shared_size = 20_000 if args.quick else 100_000
 
-    vs_gc = collector_vs_gc(sizes, rounds)
+    vs_gc = collector_vs_gc(sizes, rounds, heaps)
     auto = [auto_on_vs_off(workload, rounds),
             auto_on_vs_off(workload, rounds, compiled=True)]
     pauses = [pauses_while_attaching(n) for n in ([20_000, 100_000] if args.quick else [100_000, 1_000_000])]
     shared = shared_structure(shared_holders, shared_size)
     waves = waves_workload(8 if args.quick else 40, 1_500)
 
-    print(f"Python {sys.version.split()[0]}; best of {rounds} interleaved rounds\n")
+    print(f"Python {sys.version.split()[0]}; best of {rounds} interleaved rounds "
+          f"({heaps} heap{'s' if heaps > 1 else ''} per size for collect() against gc.collect())\n")
     print("| live holders | coextra.collect() | gc.collect() | ratio | nodes | gc-tracked objects |")
     print("|---:|---:|---:|---:|---:|---:|")
     for r in vs_gc:
@@ -290,7 +308,7 @@ def main() -> int:
         print(f"| {small['holders']:,} | {big['holders']:,} | {g_collector:.1f}x | {g_gc:.1f}x "
               f"| **{g_collector / g_gc:.2f}** | {small['nodes'] / small['holders']:.2f} -> "
               f"{big['nodes'] / big['holders']:.2f} | {g_nodes:.1f}x, {g_objects:.1f}x | {per_unit:.2f} |")
-    print("(growth of the median rounds)\n")
+    print(f"(growth of the medians: each heap's median round, then the median over {heaps} heap(s))\n")
     print("| workload | auto collection off | on | ratio of bests | median round ratio "
           "| automatic passes | time in them |")
     print("|---|---:|---:|---:|---:|---:|---:|")
@@ -373,9 +391,9 @@ def main() -> int:
                            "value": max(per_holder) / min(per_holder) * 100,
                            "passed": max(per_holder) - min(per_holder) < 0.01})
             json.dump({"suite": "bench_collector.py", "python": sys.version.split()[0],
-                       "how": f"best of {rounds} interleaved rounds", "groups": groups,
+                       "how": f"best of {rounds} interleaved rounds, {heaps} heaps per size", "groups": groups,
                        "checks": checks,
-                       "rounds": rounds, "collector_vs_gc": vs_gc,
+                       "rounds": rounds, "heaps": heaps, "collector_vs_gc": vs_gc,
                        "growth": growth, "auto": auto, "shared": shared, "waves": waves,
                        "pauses": pauses},
                       fh, indent=2)
