@@ -2,6 +2,7 @@
 #include "auto_collect.h"
 
 #include "collector.h"
+#include "ephemeron_map.h"
 #include "internals.h"
 #include "registry.h"
 
@@ -27,16 +28,38 @@ double seconds_since(Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-// Rule 1: the generation pass, with the ephemeron map entries when a map scan is due.
-bool map_scan_due() {
+// The dead caches (or map entries) the bound allows beside `live` live ones.
+double dead_allowance(size_t live) {
+    return std::max(kBoundFloor, kBoundFraction * static_cast<double>(live));
+}
+
+// How long to wait between two sweeps (rule 2) that take `duration`:
+// kSweepPace times it, or less while they find caches that died old -- as
+// long as the dead ones, at the rate the previous sweep found them, take to
+// fill half the allowance beside `live` -- but never below kSweepBusyPace
+// times it.
+double sweep_wait(double duration, double found_per_second, size_t live) {
+    double wait = kSweepPace * duration;
+    if (found_per_second > 0.0) {
+        double fill = 0.5 * dead_allowance(live) / found_per_second;
+        wait = std::max(kSweepBusyPace * duration, std::min(fill, wait));
+    }
+    return wait;
+}
+
+// Rule 1: which ephemeron entries the first slice of a generation pass seeds:
+// every entry once kSweepPace times the previous map scan's duration has gone
+// by (a scan is one pause: it is not run more often while it finds
+// entries, as the sweep is), else the young and middle ones, if any.
+MapSeeds generation_map_seeds() {
     if (internals.ephemeron.entries == 0) {
-        return false;
+        return MapSeeds::kNo;
     }
     const MapScans &scans = collector_map_scans();
-    if (scans.added_mark != internals.ephemeron.added_total || scans.quiet < 2) {
-        return true;
+    if (seconds_since(scans.ended) >= kSweepPace * scans.seconds) {
+        return MapSeeds::kAll;
     }
-    return seconds_since(scans.ended) >= kSweepPace * scans.seconds;
+    return ephemeron_generations_pending() ? MapSeeds::kGenerations : MapSeeds::kNo;
 }
 
 // Holders a slice may seed to take about kSliceSeconds.
@@ -62,9 +85,11 @@ Py_ssize_t run_slice(size_t first, size_t end, Py_ssize_t node_budget, MapSeeds 
     return detached;
 }
 
-void begin_generation_pass(Registry *r, bool with_maps) {
+void begin_generation_pass(Registry *r, MapSeeds maps) {
     registry_begin_generation_pass(r);
-    generation = GenerationPass{true, r->pass_end, with_maps, 0};
+    ephemeron_begin_generation_pass();
+    generation = GenerationPass{true, r->pass_end, maps, 0, collector_stats().auto_detached,
+                                generation.auto_detached_at_begin};
 }
 
 // Slices of the generation pass in progress, from the top of
@@ -73,13 +98,18 @@ void begin_generation_pass(Registry *r, bool with_maps) {
 // whole pass would). More follow in the same GC pass while they detach
 // something: a pass that finds garbage goes on until it has found it all,
 // and only one that finds everything live leaves the rest for the next GC
-// passes. Youngest first, as the garbage a program just dropped is.
+// passes. Youngest first, as the garbage a program just dropped is. In a
+// generation-2 collection (`keep_bound`) of a program whose caches die (an
+// automatic pass detached something since the previous generation pass
+// began), slices also go on while the holders left unexamined exceed the
+// dead allowance: dead caches below younger live ones are then within the
+// bound when the collection ends.
 //
 // Going down keeps every holder of the runs in view: a detach moves holders
 // only to lower slots and never out of their run (registry.h), so a holder
 // not yet examined stays below the cursor, and the runs' bounds are re-read
 // at every slice.
-Py_ssize_t run_generation_slices() {
+Py_ssize_t run_generation_slices(bool keep_bound) {
     Py_ssize_t detached = 0;
     for (;;) {
         // Re-read: code run by the previous slice's detaches may have
@@ -90,8 +120,9 @@ Py_ssize_t run_generation_slices() {
             return detached;
         }
         size_t end = std::max(std::min(generation.cursor, r->pass_end), r->old_end);
-        if (end == r->old_end && !generation.maps) {
+        if (end == r->old_end && generation.maps == MapSeeds::kNo) {
             registry_age_generations(r);
+            ephemeron_age_generations();
             generation.active = false;
             stats.generation_passes++;
             stats.last_generation_detached = generation.detached;
@@ -99,19 +130,23 @@ Py_ssize_t run_generation_slices() {
         }
         size_t first = slice_first(r->old_end, end);
         bool last = first == r->old_end;
-        MapSeeds maps = generation.maps ? MapSeeds::kYes : MapSeeds::kNo;
-        generation.maps = false;
-        Py_ssize_t found = run_slice(first, end, collector_budget(), maps,
+        Py_ssize_t found = run_slice(first, end, collector_budget(), generation.maps,
                                      last ? Scratch::kRelease : Scratch::kKeep);
         stats.generation_slices++;
         if (found < 0) {
             return found;  // still in progress: the next GC pass resumes it
         }
+        generation.maps = MapSeeds::kNo;
         detached += found;
         generation.detached += static_cast<uint64_t>(found);
         generation.cursor = first;
         if (found == 0 && !last) {
-            return detached;
+            size_t unexamined = first - r->old_end;
+            bool dying = collector_stats().auto_detached != generation.auto_detached_before;
+            if (!keep_bound || !dying ||
+                static_cast<double>(unexamined) <= dead_allowance(r->holders.size() - unexamined)) {
+                return detached;
+            }
         }
     }
 }
@@ -122,7 +157,7 @@ bool sweep_slice_due(const Registry *r) {
         return Clock::now() >= sweep.next_slice;
     }
     double predicted = state.seconds_per_holder * static_cast<double>(r->holders.size());
-    return seconds_since(sweep.ended) >= kSweepPace * predicted;
+    return seconds_since(sweep.ended) >= sweep_wait(predicted, sweep.found_per_second, r->holders.size());
 }
 
 // A sweep goes from the last slot down. A detach fills its hole from the
@@ -130,7 +165,9 @@ bool sweep_slice_due(const Registry *r) {
 // sweep has examined already, so none is skipped.
 Py_ssize_t run_sweep_slice(const Registry *r) {
     if (!sweep.active) {
-        sweep = Sweep{true, r->holders.size(), 0, {}, {}};
+        sweep.active = true;
+        sweep.cursor = r->holders.size();
+        sweep.detached = 0;
     }
     size_t end = std::min(sweep.cursor, r->holders.size());
     size_t first = slice_first(0, end);
@@ -142,6 +179,9 @@ Py_ssize_t run_sweep_slice(const Registry *r) {
     sweep.cursor = first;
     if (first == 0) {
         sweep.active = false;
+        // Found per second since the previous sweep ended (about nothing
+        // before the first: its end is the clock's epoch).
+        sweep.found_per_second = static_cast<double>(sweep.detached) / seconds_since(sweep.ended);
         sweep.ended = Clock::now();
         stats.sweeps++;
         stats.last_sweep_detached = sweep.detached;
@@ -180,7 +220,7 @@ Py_ssize_t auto_collect_run(Registry *r, long gc_generation) {
         // The rest of a generation pass still in progress first, all of it:
         // each holder is examined while it is middle, and again while young.
         while (generation.active) {
-            Py_ssize_t found = run_generation_slices();
+            Py_ssize_t found = run_generation_slices(false);
             if (found < 0) {
                 return found;
             }
@@ -190,16 +230,16 @@ Py_ssize_t auto_collect_run(Registry *r, long gc_generation) {
         if (r == nullptr || r->closed) {
             return detached;
         }
-        bool maps_due = map_scan_due();
-        if (r->old_end < r->holders.size() || maps_due) {
-            begin_generation_pass(r, maps_due);
-            Py_ssize_t found = run_generation_slices();
+        MapSeeds maps = generation_map_seeds();
+        if (r->old_end < r->holders.size() || maps != MapSeeds::kNo) {
+            begin_generation_pass(r, maps);
+            Py_ssize_t found = run_generation_slices(true);
             return found < 0 ? found : detached + found;
         }
         return detached;
     }
     if (generation.active) {
-        return run_generation_slices();
+        return run_generation_slices(false);
     }
     if (!r->holders.empty() && sweep_slice_due(r)) {
         return run_sweep_slice(r);

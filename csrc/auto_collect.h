@@ -8,21 +8,24 @@
 //      youngest down, each seeded with about kSliceSeconds' worth of holders
 //      (measured by the previous slice) and free to explore the whole node
 //      budget. The first slice runs in that collection, and so does every
-//      next one while the previous detached something; the rest run one per
-//      GC pass, before anything else. When the last has run, its holders age:
-//      middle to old, young to middle. Holders attached meanwhile stay young.
-//      A generation-2 collection that finds a pass still in progress first
-//      runs all of its rest.
+//      next one while the previous detached something, or -- in a program
+//      whose caches die (an automatic pass detached something since the
+//      previous generation pass began) -- while the holders left unexamined
+//      exceed the dead allowance, max(kBoundFloor, kBoundFraction times the
+//      others). The rest run one per GC pass, before anything else. When the
+//      last has run, its holders age: middle to old, young to middle.
+//      Holders attached meanwhile stay young. A generation-2 collection that
+//      finds a pass still in progress first runs all of its rest.
 //
 //      This is the bound. A holder becomes old only by being found live by two
-//      generation passes (or by coextra.collect()), so no dead cache is left
-//      outside the old generation once the generation pass of a generation-2
-//      collection has run (within the node budget). What a program has just
-//      dropped is among the youngest holders, in the first slices, which go
-//      on while they find garbage: it goes in that collection itself. A
-//      cache dies old only if it lived through two generation passes: a
-//      program that drops generated code in waves and collects between them
-//      never lets one.
+//      generation passes (or by coextra.collect()), so when a generation-2
+//      collection ends, the dead caches outside the old generation are at
+//      most the allowance in a program whose caches die (within the node
+//      budget); in one whose caches all live the collection stops at the
+//      first all-live slice, so its pause stays about kSliceSeconds. What a
+//      program has just dropped is among the youngest holders, in the first
+//      slices, which go on while they find garbage. A cache dies old only if
+//      it lived through two generation passes: the sweep (rule 2) finds it.
 //
 //      The cost follows growth, not size: every holder is examined by two
 //      generation passes, as CPython's own young generations do. (A full
@@ -32,23 +35,26 @@
 //      one pause; slices split it into pauses of about kSliceSeconds, spread
 //      over the GC passes that follow, whatever the number of holders.
 //
-//      Ephemeron map entries (ephemeron_map.h) have no generations: their
-//      keys join the first slice of a generation pass (a generation pass
-//      begins for them alone when no holder is young or middle) whenever a
-//      map scan is due: an entry was added since the previous scan, fewer
-//      than two scans ran since the latest addition (as a holder is examined
-//      twice before it is old), or kSweepPace times the previous scan's
-//      duration has gone by (the entries whose key died old). A scan examines
-//      every entry.
+//      Ephemeron map entries have generations too (EntryGenerations in
+//      ephemeron_map.h): the first slice of a generation pass also seeds the
+//      keys of the young and middle entries, which age with the pass (a
+//      generation pass begins for them alone when no holder is young or
+//      middle). Every entry's key instead -- a map scan, which finds the
+//      keys that died old -- once kSweepPace times the previous scan's
+//      duration has gone by. A map scan is one pass, not sliced.
 //
 //   2. Sweep slice. Every holder is swept in slices of consecutive holders,
 //      each sized like a generation pass's slices and followed by at least
-//      kSliceSpacing times its duration without a slice. A sweep starts when
-//      kSweepPace times its predicted duration (time per holder times the
-//      holders attached) has gone by since the previous one ended. This finds the caches that died
-//      old, and dead caches of any generation in a program that seldom
-//      reaches a generation-2 collection, at a cost of about 1/kSweepPace of
-//      the program's time and with no pause longer than a slice.
+//      kSliceSpacing times its duration without a slice. A sweep starts once
+//      sweep_wait() has gone by since the previous one ended: kSweepPace times
+//      its predicted duration (time per holder times the holders attached),
+//      or, while sweeps find caches that died old, the time those would take
+//      at the previous sweep's rate to fill half the dead allowance, but not
+//      less than kSweepBusyPace times the predicted duration. This finds the
+//      caches that died old, and dead caches of any generation in a program
+//      that seldom reaches a generation-2 collection, at a cost of about
+//      1/kSweepPace of the program's time (up to about 1/kSweepBusyPace
+//      while it finds them) and with no pause longer than a slice.
 //
 //   3. Young pass. Otherwise: a pass seeded with the holders
 //      attached since the previous pass, with a small node budget
@@ -64,6 +70,7 @@
 // nested inside a running pass. Figures: docs/collector.md (make bench).
 #pragma once
 
+#include "collector.h"
 #include "compat.h"
 
 #include <chrono>
@@ -74,6 +81,9 @@ namespace coextra::detail {
 constexpr double kSliceSeconds = 0.004;
 constexpr double kSliceSpacing = 4.0;
 constexpr double kSweepPace = 40.0;
+constexpr double kSweepBusyPace = 15.0;
+constexpr double kBoundFloor = 2000.0;
+constexpr double kBoundFraction = 0.1;
 constexpr Py_ssize_t kSliceMinSeeds = 256;
 constexpr Py_ssize_t kYoungNodesPerHolder = 64;
 constexpr Py_ssize_t kYoungBaseNodes = 4096;
@@ -99,14 +109,20 @@ struct AutoCollectState {
         uint64_t detached = 0;            // by this sweep's slices so far
         Clock::time_point next_slice{};   // no slice before this
         Clock::time_point ended{};        // when the previous sweep ended
+        double found_per_second = 0.0;    // what the previous sweep detached, per
+                                          // second since the one before it ended
     };
     // Rule 1: the generation pass in progress. It examines the holders of
     // registry slots [old_end, min(cursor, pass_end)) (registry.h).
     struct GenerationPass {
         bool active = false;
-        size_t cursor = 0;      // the first slot of the previous slice
-        bool maps = false;      // the next slice also seeds every ephemeron key
-        uint64_t detached = 0;  // by this pass's slices so far
+        size_t cursor = 0;                 // the first slot of the previous slice
+        MapSeeds maps = MapSeeds::kNo;     // the ephemeron keys the next slice also seeds
+        uint64_t detached = 0;             // by this pass's slices so far
+        // CollectorStats::auto_detached when this pass began, and when the
+        // previous one did.
+        uint64_t auto_detached_at_begin = 0;
+        uint64_t auto_detached_before = 0;
     };
     // Rule 3: a young pass runs on every interval-th GC pass.
     struct YoungPace {

@@ -372,8 +372,10 @@ bool add_seeds(Pass &pass, const std::vector<Holder *> &holders, size_t *next_se
 }
 
 // Where seeding from the ephemeron maps goes on: a map's index in
-// EphemeronState::maps and a slot of its table.
+// EphemeronState::maps and a slot of its table (MapSeeds::kAll) or an index
+// of its generations' seeds (MapSeeds::kGenerations).
 struct MapCursor {
+    MapSeeds seeds = MapSeeds::kNo;
     size_t map = 0;
     size_t slot = 0;
 };
@@ -398,6 +400,26 @@ void prefetch_seed_entries(const EphemeronMap *m, size_t slot) {
     }
 }
 
+// Slot `slot` of m's table (kAll, or kGenerations when a generation is the
+// whole map) or its generations' seed `slot` (kGenerations): the key to
+// seed, or NULL when there is none. Past the end: false.
+bool map_seed_key(const EphemeronMap *m, MapSeeds seeds, size_t slot, PyObject **key) {
+    if (seeds == MapSeeds::kGenerations && !ephemeron_generation_whole(m)) {
+        if (slot >= ephemeron_generation_seeds(m)) {
+            return false;
+        }
+        *key = ephemeron_generation_key(m, slot);
+        return true;
+    }
+    if (m->slots == nullptr || slot > m->mask) {
+        return false;
+    }
+    prefetch_seed_entries(m, slot);
+    EphemeronEntry *e = m->slots[slot];
+    *key = e != nullptr ? ephemeron_entry_key(e) : nullptr;
+    return true;
+}
+
 // Adds the keys of up to kSeedChunk ephemeron entries from *cursor on and
 // advances it; sets it past the last map once every key is added or the
 // budget is spent. False when out of memory.
@@ -407,10 +429,8 @@ bool add_map_seeds(Pass &pass, MapCursor *cursor) {
     size_t added = 0;
     for (; cursor->map < maps.size() && added < kSeedChunk; cursor->map++, cursor->slot = 0) {
         const EphemeronMap *m = maps[cursor->map];
-        for (; m->slots != nullptr && cursor->slot <= m->mask && added < kSeedChunk; cursor->slot++) {
-            prefetch_seed_entries(m, cursor->slot);
-            EphemeronEntry *e = m->slots[cursor->slot];
-            PyObject *key = e != nullptr ? ephemeron_entry_key(e) : nullptr;
+        PyObject *key = nullptr;
+        for (; added < kSeedChunk && map_seed_key(m, cursor->seeds, cursor->slot, &key); cursor->slot++) {
             if (key == nullptr || !is_node_candidate(key)) {
                 continue;  // a key that is never a node is live: so is its entry
             }
@@ -466,8 +486,8 @@ bool ready_holder_node(GraphNode &node) {
     return true;
 }
 
-// Explores from the codes of holders[first, end), then (with MapSeeds::kYes)
-// from the keys of every ephemeron entry: nodes are traversed in order, their
+// Explores from the codes of holders[first, end), then from the keys of the
+// ephemeron entries `maps` says: nodes are traversed in order, their
 // references queued, and the queue processed in batches (which adds the nodes
 // traversed next); a new chunk of seeds once all is explored.
 constexpr size_t kBatch = 512;
@@ -477,6 +497,7 @@ bool explore(Pass &pass, const std::vector<Holder *> &holders, size_t first, siz
     size_t next = 0;
     size_t next_seed = first;
     MapCursor map_cursor;
+    map_cursor.seeds = maps;
     if (maps == MapSeeds::kNo) {
         map_cursor.map = internals.ephemeron.maps.size();
     }
@@ -660,8 +681,10 @@ Py_ssize_t run_pass(PassKind kind, MapSeeds maps, size_t first, size_t end, size
     // (holder, entry and a private product are merged into the code's node,
     // which the holder index holds).
     size_t seeds = end - first;
-    if (maps == MapSeeds::kYes) {
+    if (maps == MapSeeds::kAll) {
         seeds += internals.ephemeron.entries;
+    } else if (maps == MapSeeds::kGenerations) {
+        seeds += internals.ephemeron.listed;
     }
     state.scratch->module_dicts.refresh(/*force=*/large);
     bool ok = pass.graph.expect(seeds < node_budget ? seeds : node_budget, first, end);
@@ -675,6 +698,7 @@ Py_ssize_t run_pass(PassKind kind, MapSeeds maps, size_t first, size_t end, size
         // generations' bounds, not the holders detach_garbage finds by slot.
         if (kind == PassKind::kAll) {
             registry_all_old(r);
+            ephemeron_all_old();
         }
         detached = detach_garbage(pass, r->holders);
     } else {
@@ -705,7 +729,7 @@ Py_ssize_t run_pass(PassKind kind, MapSeeds maps, size_t first, size_t end, size
         state.stats.auto_detached += found;
         state.stats.auto_max_pause = std::max(state.stats.auto_max_pause, elapsed.count());
     }
-    if (maps == MapSeeds::kYes && ok) {
+    if (maps == MapSeeds::kAll && ok) {
         state.map_scans.record(elapsed.count());
     }
     Registry *still = registry_get();
@@ -723,16 +747,13 @@ Py_ssize_t run_pass(PassKind kind, MapSeeds maps, size_t first, size_t end, size
 const CollectorStats &collector_stats() { return state.stats; }
 
 void MapScans::record(double duration) {
-    uint64_t added = internals.ephemeron.added_total;
-    quiet = added == added_mark ? quiet + 1 : 0;
-    added_mark = added;
     seconds = duration;
     ended = Clock::now();
     scans++;
 }
 
 Py_ssize_t collector_collect_all() {
-    return run_pass(PassKind::kAll, MapSeeds::kYes, 0, SIZE_MAX, static_cast<size_t>(state.budget),
+    return run_pass(PassKind::kAll, MapSeeds::kAll, 0, SIZE_MAX, static_cast<size_t>(state.budget),
                     Scratch::kReleaseLarge);
 }
 

@@ -47,8 +47,6 @@ const CollectorStats &collector_stats();
 struct MapScans {
     using Clock = std::chrono::steady_clock;
     uint64_t scans = 0;
-    uint64_t added_mark = 0;   // EphemeronState::added_total when the latest one ended
-    int quiet = 0;             // latest scans in a row with no entry added before them
     double seconds = 0.0;      // duration of the latest
     Clock::time_point ended{};
 
@@ -86,8 +84,10 @@ struct CollectorState {
 // when a collection is already running.
 Py_ssize_t collector_collect_all();
 
-// Whether a pass also seeds the key of every ephemeron map entry (a map scan).
-enum class MapSeeds { kNo, kYes };
+// Which ephemeron map entries' keys a pass also seeds: none, those of the
+// entries' generations a generation pass examines (ephemeron_map.h), or every
+// entry's (a map scan).
+enum class MapSeeds { kNo, kGenerations, kAll };
 
 // What a pass does with its scratch memory when it ends: gives it back
 // (kRelease), so that it does not add to what every holder costs; gives it

@@ -76,6 +76,22 @@ EphemeronEntry *find(const EphemeronMap *m, PyObject *key) {
     }
 }
 
+// The entry whose live key is at `address`, or NULL. Runs no code.
+EphemeronEntry *find_by_address(const EphemeronMap *m, uintptr_t address) {
+    if (m->slots == nullptr) {
+        return nullptr;
+    }
+    for (size_t i = ideal_slot(m, address);; i = (i + 1) & m->mask) {
+        EphemeronEntry *e = m->slots[i];
+        if (e == nullptr) {
+            return nullptr;
+        }
+        if (e->key_address == address && usable(e) != nullptr) {
+            return e;
+        }
+    }
+}
+
 // Moves the table to `capacity` slots (a power of two). -1 with MemoryError.
 int resize(EphemeronMap *m, size_t capacity) {
     auto **fresh = static_cast<EphemeronEntry **>(PyMem_Calloc(capacity, sizeof(EphemeronEntry *)));
@@ -171,6 +187,81 @@ void replace_value(EphemeronEntry *e, PyObject *value) {
     Py_DECREF(old);
 }
 
+// ---------------------------------------------------------------------------
+// Generations (EntryGenerations in ephemeron_map.h).
+
+constexpr size_t kCompactMin = 64;
+constexpr size_t kListMin = 64;
+
+void forget(EntryGeneration &generation) {
+    state.listed -= generation.listed.size();
+    std::vector<uintptr_t>().swap(generation.listed);  // its memory too
+    if (generation.whole) {
+        state.whole--;
+        generation.whole = false;
+    }
+}
+
+void set_whole(EntryGeneration &generation) {
+    forget(generation);
+    generation.whole = true;
+    state.whole++;
+}
+
+// Drops the stale and repeated addresses of m's young list.
+void compact_young(EphemeronMap *m) {
+    std::vector<uintptr_t> &young = m->generations->young.listed;
+    std::sort(young.begin(), young.end());
+    size_t kept = 0;
+    for (size_t i = 0; i < young.size(); i++) {
+        bool repeated = i > 0 && young[i] == young[i - 1];
+        if (!repeated && find_by_address(m, young[i]) != nullptr) {
+            young[kept++] = young[i];
+        }
+    }
+    state.listed -= young.size() - kept;
+    young.resize(kept);
+    m->generations->compact_at = std::max(kCompactMin, 2 * kept);
+}
+
+// Lists a new entry's key address as young; false when out of memory. The
+// young list is compacted whenever it has doubled since it last was, so it
+// stays within twice the map's entries (plus kCompactMin) however many
+// entries come and go between two generation passes; past a quarter of the
+// map it gives way to the whole map.
+bool list_young(EphemeronMap *m, uintptr_t address) {
+    try {
+        if (m->generations == nullptr) {
+            m->generations = new EntryGenerations{{}, {}, {}, kCompactMin};
+        }
+        EntryGeneration &young = m->generations->young;
+        if (young.whole) {
+            return true;
+        }
+        if (young.listed.size() >= m->generations->compact_at) {
+            compact_young(m);
+        }
+        if (young.listed.size() >= std::max(kListMin, m->size / 4)) {
+            set_whole(young);
+            return true;
+        }
+        young.listed.push_back(address);
+    } catch (const std::bad_alloc &) {
+        return false;
+    }
+    state.listed++;
+    return true;
+}
+
+// Forgets m's generations (its table is empty, or the map is going).
+void unlist_all(EphemeronMap *m) {
+    if (EntryGenerations *g = m->generations) {
+        forget(g->young);
+        forget(g->examined);
+        forget(g->middle);
+    }
+}
+
 // Empties the table; every entry and value is released afterwards, in the
 // entries' address order: the table's order is a hash, and freeing a large
 // map in it would touch memory at random (entries, values and keys lie
@@ -185,6 +276,7 @@ void clear_table(EphemeronMap *m) {
         }
     }
     state.entries -= m->size;
+    unlist_all(m);
     m->slots = nullptr;
     m->mask = 0;
     m->size = 0;
@@ -310,6 +402,7 @@ void map_dealloc(PyObject *self) {
     unregister(m);
     reinterpret_cast<KeyDeath *>(m->key_death)->map = nullptr;
     clear_table(m);
+    delete m->generations;
     Py_DECREF(m->key_death);
     PyObject_GC_Del(self);
     Py_TRASHCAN_END
@@ -332,6 +425,7 @@ PyObject *map_alloc_new(PyTypeObject *type) {
     m->size = 0;
     m->key_death = reinterpret_cast<PyObject *>(death);
     m->weakreflist = nullptr;
+    m->generations = nullptr;
     try {
         state.maps.push_back(m);
     } catch (const std::bad_alloc &) {
@@ -673,6 +767,60 @@ PyObject *ephemeron_entry_key(EphemeronEntry *entry) {
     return usable(entry) ? entry->ref.wr_object : nullptr;
 }
 
+bool ephemeron_generations_pending() { return state.listed != 0 || state.whole != 0; }
+
+void ephemeron_begin_generation_pass() {
+    for (EphemeronMap *m : state.maps) {
+        EntryGenerations *g = m->generations;
+        if (g == nullptr) {
+            continue;
+        }
+        // `examined` is empty unless a pass was abandoned: its entries join.
+        if (g->young.whole || g->examined.whole) {
+            forget(g->young);
+            set_whole(g->examined);
+        } else {
+            std::vector<uintptr_t> &examined = g->examined.listed;
+            examined.insert(examined.end(), g->young.listed.begin(), g->young.listed.end());
+            std::vector<uintptr_t>().swap(g->young.listed);
+        }
+        g->compact_at = kCompactMin;
+    }
+}
+
+void ephemeron_age_generations() {
+    for (EphemeronMap *m : state.maps) {
+        if (EntryGenerations *g = m->generations) {
+            forget(g->middle);
+            std::swap(g->middle, g->examined);
+        }
+    }
+}
+
+void ephemeron_all_old() {
+    for (EphemeronMap *m : state.maps) {
+        unlist_all(m);
+    }
+}
+
+bool ephemeron_generation_whole(const EphemeronMap *m) {
+    const EntryGenerations *g = m->generations;
+    return g != nullptr && (g->middle.whole || g->examined.whole);
+}
+
+size_t ephemeron_generation_seeds(const EphemeronMap *m) {
+    const EntryGenerations *g = m->generations;
+    return g != nullptr ? g->middle.listed.size() + g->examined.listed.size() : 0;
+}
+
+PyObject *ephemeron_generation_key(const EphemeronMap *m, size_t i) {
+    const EntryGenerations *g = m->generations;
+    size_t middle = g->middle.listed.size();
+    uintptr_t address = i < middle ? g->middle.listed[i] : g->examined.listed[i - middle];
+    EphemeronEntry *e = find_by_address(m, address);
+    return e != nullptr ? e->ref.wr_object : nullptr;
+}
+
 PyObject *ephemeron_detach(EphemeronEntry *entry) {
     EphemeronMap *m = map_of(entry);
     if (m == nullptr || entry->value == nullptr) {
@@ -713,6 +861,11 @@ int ephemeron_set(EphemeronMap *m, PyObject *key, PyObject *value) {
     size_t capacity = m->slots ? m->mask + 1 : 0;
     if ((m->size + 1) * 3 > capacity * 2 && resize(m, capacity ? capacity * 2 : 8) < 0) {
         Py_DECREF(entry);
+        return -1;
+    }
+    if (!list_young(m, entry->key_address)) {
+        Py_DECREF(entry);
+        PyErr_NoMemory();
         return -1;
     }
     entry->value = Py_NewRef(value);

@@ -48,6 +48,30 @@ struct EphemeronEntry {
     uintptr_t key_address;
 };
 
+// Automatic collection's generations of one map's entries (auto_collect.h),
+// kept as the registry keeps holders' (registry.h): the entries added since
+// the generation pass in progress began (young), those that pass examines
+// (examined), and those one generation pass found live (middle); every other
+// entry is old. A generation is a list of key addresses, or `whole`: the
+// whole map. An address names an entry only while the map holds an entry
+// whose live key is at that address (ephemeron_generation_key): one that
+// left stays listed until the list is next compacted, aged or cleared, and
+// an address reused by a later entry of the same map only seeds that entry
+// too, which is sound. A young list longer than a quarter of the map (and
+// than kListMin addresses) gives way to `whole`: a map that fills faster
+// than generation passes come is examined whole, at most about four times
+// the work of its young entries, and its generations then cost no memory
+// per entry.
+struct EntryGeneration {
+    std::vector<uintptr_t> listed;
+    bool whole = false;
+};
+
+struct EntryGenerations {
+    EntryGeneration young, examined, middle;
+    size_t compact_at;  // young's length at which stale addresses are dropped
+};
+
 struct EphemeronMap {
     PyObject_HEAD
     // Owned references to the entries; NULL marks an empty slot. Linear
@@ -61,6 +85,7 @@ struct EphemeronMap {
     PyObject *key_death;
     size_t registered_slot;  // index in EphemeronState::maps
     PyObject *weakreflist;
+    EntryGenerations *generations;  // owned (new/delete); NULL until the first entry
 };
 
 extern PyTypeObject EphemeronMapType;
@@ -74,6 +99,10 @@ struct EphemeronState {
     size_t entries = 0;           // in the tables of all maps
     uint64_t added_total = 0;     // entries ever added
     uint64_t removed_by_collector = 0;
+    // Over every map's EntryGenerations: addresses listed, and generations
+    // that are whole maps.
+    size_t listed = 0;
+    size_t whole = 0;
 };
 
 int ephemeron_types_ready();
@@ -93,6 +122,25 @@ EphemeronEntry *ephemeron_find_entry(EphemeronMap *map, PyObject *key);
 // The key of an entry still in a map (borrowed, alive while the entry is in
 // its map), or NULL (also while a dying key's callback is pending).
 PyObject *ephemeron_entry_key(EphemeronEntry *entry);
+
+// The generations of every map's entries, for automatic collection: a
+// generation pass begins (young becomes examined), has examined them
+// (middle becomes old, examined becomes middle), or a pass over everything
+// found every survivor live (all old).
+void ephemeron_begin_generation_pass();
+void ephemeron_age_generations();
+void ephemeron_all_old();
+
+// Whether some map's entries are young or middle.
+bool ephemeron_generations_pending();
+
+// The entries of m a generation pass examines (middle and examined): every
+// entry when one of the two is the whole map; else by index: how many, and
+// the key of one (borrowed, valid while no code runs), NULL when that entry
+// has left the map or its key is dying.
+bool ephemeron_generation_whole(const EphemeronMap *m);
+size_t ephemeron_generation_seeds(const EphemeronMap *m);
+PyObject *ephemeron_generation_key(const EphemeronMap *m, size_t i);
 
 // The C API's operations (coextra.h). `map` must be an EphemeronMap.
 // get: 1 with a new reference in *value, 0 when missing, -1 with TypeError

@@ -3,6 +3,7 @@
 // interpreter. The Python suite covers the shapes; these pin down the
 // algorithm's accounting: the virtual edge, pruning, the budget, reentrancy.
 #include <gtest/gtest.h>
+#include <chrono>
 #include <set>
 #include <pybind11/embed.h>
 
@@ -11,6 +12,7 @@
 
 #include "auto_collect.h"
 #include "collector.h"
+#include "ephemeron_map.h"
 #include "heap_graph.h"
 #include "holder.h"
 #include "internals.h"
@@ -161,7 +163,10 @@ protected:
     void SetUp() override {
         Collector::SetUp();
         py::module_::import("gc").attr("disable")();
+        // No automatic pass has detached anything since this "previous" pass
+        // began: a program whose caches do not die, until a test makes one.
         internals.auto_collect.generation = {};
+        internals.auto_collect.generation.auto_detached_at_begin = collector_stats().auto_detached;
     }
     void TearDown() override {
         py::module_::import("gc").attr("enable")();
@@ -240,6 +245,36 @@ TEST_F(GenerationSlices, AGeneration2CollectionRunsTheRestOfAPassFirst) {
     EXPECT_EQ(registry_get()->holders.size(), 1000u);
 }
 
+// The bound (auto_collect.h): in a program whose caches die, a generation-2
+// collection leaves at most max(2,000, 10% of the live) holders unexamined,
+// even below a youngest slice that is all live; in one whose caches live, it
+// stops at that slice.
+TEST_F(GenerationSlices, InAProgramWhoseCachesDieACollectionLeavesAtMostTheAllowanceUnexamined) {
+    attach_dead(1);
+    ASSERT_EQ(gc_pass(2), 1) << "a cache died: this program's caches die";
+    attach_dead(3000);
+    attach_live(300);  // the youngest slices: all live
+    Py_ssize_t found = gc_pass(2);
+    size_t dead_left = registry_get()->holders.size() - live.size();
+    EXPECT_GT(found, 0);
+    EXPECT_LE(dead_left, 2000u) << "unexamined beyond the allowance";
+    while (in_progress()) {
+        gc_pass(0);
+    }
+    EXPECT_EQ(registry_get()->holders.size(), live.size());
+}
+
+TEST_F(GenerationSlices, InAProgramWhoseCachesLiveACollectionStopsAtAnAllLiveSlice) {
+    attach_dead(3000);
+    attach_live(300);
+    EXPECT_EQ(gc_pass(2), 0) << "nothing died before: the first slice, all live, ends it";
+    EXPECT_TRUE(in_progress());
+    while (in_progress()) {
+        gc_pass(0);
+    }
+    EXPECT_EQ(registry_get()->holders.size(), live.size());
+}
+
 // Detaches and attachments between slices move holders about the table
 // (registry.h); every holder the pass began with is still examined exactly
 // as if none had happened.
@@ -305,6 +340,118 @@ TEST_F(GenerationSlices, HoldersDetachedAndAttachedBetweenSlicesLeaveNoneUnexami
             EXPECT_NE(registry_holder_of(code_ptr(f)), nullptr) << "a live cache was dropped";
         }
     }
+}
+
+// Rule 2's pace: a sweep starts kSweepPace times its predicted duration after
+// the previous one ended, or sooner (down to kSweepBusyPace times it) while
+// sweeps find caches that died old fast enough to fill the allowance first.
+TEST_F(GenerationSlices, SweepsComeSoonerWhileTheyFindCachesThatDiedOld) {
+    attach_live(100);
+    gc_pass(2);
+    gc_pass(2);  // every holder old: no generation pass to run
+    ASSERT_FALSE(in_progress());
+    AutoCollectState &state = internals.auto_collect;
+    auto sweep_after = [&](double seconds_ago, double found_per_second) {
+        state.seconds_per_holder = 1e-3;  // predicted 0.1 s: pace 4 s, busy pace 1.5 s
+        state.sweep.active = false;
+        state.sweep.ended = AutoCollectState::Clock::now() -
+                            std::chrono::duration_cast<AutoCollectState::Clock::duration>(
+                                std::chrono::duration<double>(seconds_ago));
+        state.sweep.found_per_second = found_per_second;
+        uint64_t slices = state.stats.sweep_slices;
+        auto_collect_run(registry_get(), 0);
+        state.sweep.active = false;
+        return state.stats.sweep_slices > slices;
+    };
+    EXPECT_FALSE(sweep_after(2.0, 0.0)) << "finding nothing: 40 times the duration";
+    EXPECT_TRUE(sweep_after(4.5, 0.0));
+    EXPECT_TRUE(sweep_after(2.0, 1e6)) << "finding caches fast: sooner";
+    EXPECT_FALSE(sweep_after(1.0, 1e6)) << "but not before 15 times the duration";
+    EXPECT_FALSE(sweep_after(2.0, 100.0)) << "finding few: the allowance lasts longer";
+}
+
+// --- ephemeron map entries' generations (ephemeron_map.h) ----------------------
+
+// A generation pass examines the entries added since the one before it and
+// those one pass found live; entries two passes found live are old, and only
+// a map scan (due by time) examines them.
+class MapGenerations : public GenerationSlices {
+protected:
+    void SetUp() override {
+        GenerationSlices::SetUp();
+        map = py::reinterpret_steal<py::object>(reinterpret_cast<PyObject *>(ephemeron_new()));
+        scans_before = internals.collector.map_scans;
+        set_map_scan_due(false);
+    }
+    void TearDown() override {
+        keys.clear();
+        map = py::object();
+        internals.collector.map_scans = scans_before;
+        GenerationSlices::TearDown();
+    }
+    void set_map_scan_due(bool due) {
+        MapScans &scans = internals.collector.map_scans;
+        scans.ended = due ? MapScans::Clock::time_point{} : MapScans::Clock::now();
+        scans.seconds = due ? 0.0 : 1e6;
+    }
+    EphemeronMap *m() const { return reinterpret_cast<EphemeronMap *>(map.ptr()); }
+    // n entries whose value references their key (a function), kept live from here.
+    void add_entries(size_t n) {
+        for (size_t i = 0; i < n; i++) {
+            keys.push_back(make_function("key" + std::to_string(keys.size())));
+            ASSERT_EQ(ephemeron_set(m(), keys.back().ptr(), py::make_tuple(keys.back()).ptr()), 0);
+        }
+    }
+    py::object map;
+    std::vector<py::object> keys;
+    MapScans scans_before;
+};
+
+TEST_F(MapGenerations, EntriesThatDieYoungGoAtTheNextGenerationPass) {
+    add_entries(50);
+    keys.clear();  // only their own values keep the keys now
+    EXPECT_EQ(gc_pass(2), 50);
+    EXPECT_EQ(m()->size, 0u);
+}
+
+TEST_F(MapGenerations, EntriesTwoPassesFoundLiveAreOldAndLeftToTheMapScan) {
+    add_entries(50);
+    for (int pass = 0; pass < 2; pass++) {
+        EXPECT_EQ(gc_pass(2), 0);
+        EXPECT_FALSE(in_progress());
+    }
+    EXPECT_FALSE(ephemeron_generations_pending()) << "young, then middle, then old";
+    keys.clear();
+    uint64_t scans = internals.collector.map_scans.scans;
+    attach_live(1);  // a generation pass has something to examine
+    EXPECT_EQ(gc_pass(2), 0) << "old entries are not the generation pass's";
+    EXPECT_EQ(m()->size, 50u);
+    EXPECT_EQ(internals.collector.map_scans.scans, scans);
+    set_map_scan_due(true);
+    EXPECT_EQ(gc_pass(2), 50) << "the map scan examines every entry";
+    EXPECT_EQ(internals.collector.map_scans.scans, scans + 1);
+}
+
+TEST_F(MapGenerations, AKeySetAndDeletedOverAndOverListsItOnce) {
+    add_entries(1);
+    PyObject *key = keys.back().ptr();
+    for (int i = 0; i < 10000; i++) {
+        ASSERT_EQ(ephemeron_delete(m(), key), 1);
+        ASSERT_EQ(ephemeron_set(m(), key, Py_None), 0);
+    }
+    EXPECT_LE(m()->generations->young.listed.size(), 128u) << "stale and repeated addresses compacted";
+    EXPECT_FALSE(m()->generations->young.whole);
+}
+
+TEST_F(MapGenerations, AMapFilledFasterThanPassesComeIsExaminedWhole) {
+    add_entries(1000);
+    EXPECT_TRUE(m()->generations->young.whole) << "more young than a quarter of the map";
+    EXPECT_LT(m()->generations->young.listed.size(), 100u) << "no address per entry";
+    keys.erase(keys.begin(), keys.begin() + 400);  // 400 die young
+    EXPECT_EQ(gc_pass(2), 400);
+    EXPECT_EQ(m()->size, 600u);
+    gc_pass(2);
+    EXPECT_FALSE(ephemeron_generations_pending()) << "the whole map aged, then became old";
 }
 
 TEST_F(Collector, KeepsACodeWithAnOutsideReference) {
