@@ -141,7 +141,11 @@ Py_ssize_t run_generation_slices(bool keep_bound) {
         generation.detached += static_cast<uint64_t>(found);
         generation.cursor = first;
         if (found == 0 && !last) {
-            size_t unexamined = first - r->old_end;
+            r = internals.registry.registry;  // as at the top: the slice may have run code
+            if (r == nullptr || r->closed) {
+                continue;
+            }
+            size_t unexamined = std::min(first, r->pass_end) - std::min(first, r->old_end);
             bool dying = collector_stats().auto_detached != generation.auto_detached_before;
             if (!keep_bound || !dying ||
                 static_cast<double>(unexamined) <= dead_allowance(r->holders.size() - unexamined)) {

@@ -351,6 +351,7 @@ TEST_F(GenerationSlices, SweepsComeSoonerWhileTheyFindCachesThatDiedOld) {
     gc_pass(2);  // every holder old: no generation pass to run
     ASSERT_FALSE(in_progress());
     AutoCollectState &state = internals.auto_collect;
+    const AutoCollectState::Sweep saved = state.sweep;
     auto sweep_after = [&](double seconds_ago, double found_per_second) {
         state.seconds_per_holder = 1e-3;  // predicted 0.1 s: pace 4 s, busy pace 1.5 s
         state.sweep.active = false;
@@ -368,6 +369,7 @@ TEST_F(GenerationSlices, SweepsComeSoonerWhileTheyFindCachesThatDiedOld) {
     EXPECT_TRUE(sweep_after(2.0, 1e6)) << "finding caches fast: sooner";
     EXPECT_FALSE(sweep_after(1.0, 1e6)) << "but not before 15 times the duration";
     EXPECT_FALSE(sweep_after(2.0, 100.0)) << "finding few: the allowance lasts longer";
+    state.sweep = saved;
 }
 
 // --- ephemeron map entries' generations (ephemeron_map.h) ----------------------
