@@ -46,6 +46,14 @@ static int reserve(Holder *h, uint32_t wanted) {
     return 0;
 }
 
+// Keeps Registry::entries, the entries of attached holders (an attached
+// holder's registry is alive: it owns the holder).
+static void count_entries(const Holder *h, int64_t delta) {
+    if (holder_attached(h)) {
+        internals.registry.registry->entries += static_cast<uint64_t>(delta);
+    }
+}
+
 static Py_ssize_t index_of(Holder *h, const Entry *entry) {
     PyObject **items = holder_items(h);
     for (uint32_t i = 0; i < h->size; i++) {
@@ -62,6 +70,7 @@ static PyObject *take_at(Holder *h, uint32_t i) {
     PyObject *taken = items[i];
     std::memmove(&items[i], &items[i + 1], (h->size - i - 1) * sizeof(PyObject *));
     h->size--;
+    count_entries(h, -1);
     return taken;
 }
 
@@ -103,6 +112,7 @@ Entry *holder_add(Holder *h, PyObject *product, PyObject *guard) {
     std::memmove(&items[1], &items[0], h->size * sizeof(PyObject *));
     items[0] = Py_NewRef(reinterpret_cast<PyObject *>(entry));
     h->size++;
+    count_entries(h, 1);
     evict_beyond_bound(h);
     return entry;
 }
@@ -172,6 +182,7 @@ void holder_clear(Holder *h) {
     bool on_heap = h->capacity > 1;
     PyObject **items = on_heap ? h->items.many : &one;
     uint32_t size = h->size;
+    count_entries(h, -static_cast<int64_t>(size));
     h->items.many = nullptr;
     h->size = 0;
     h->capacity = 0;

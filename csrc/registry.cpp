@@ -61,6 +61,7 @@ void registry_all_old(Registry *r) { r->old_end = r->middle_end = r->pass_end = 
 static void detach(Registry *r, Holder *h, bool clear_slot) {
     PyObject *code = h->code;
     h->code = nullptr;
+    r->entries -= h->size;
     if (clear_slot) {
         // CPython calls our free function with the old value; it sees a
         // detached holder and returns. Writing NULL to an existing slot of a
@@ -284,6 +285,7 @@ PyObject *registry_init() {
     r->closed = false;
     r->attached_total = 0;
     r->detached_total = 0;
+    r->entries = 0;
     PyObject_GC_Track(r);
     state.registry = r;
     return reinterpret_cast<PyObject *>(r);

@@ -50,6 +50,7 @@ struct Registry {
     bool closed;                   // teardown ran: no new attachments
     uint64_t attached_total;       // holders ever attached
     uint64_t detached_total;       // holders ever detached, for any reason
+    uint64_t entries;              // in the attached holders (holder.cpp keeps it)
 };
 
 extern PyTypeObject RegistryType;

@@ -85,13 +85,9 @@ bool detach(py::handle obj) {
 
 py::dict stats() {
     Registry *r = checked(registry_get());
-    size_t entries = 0;
-    for (Holder *h : r->holders) {
-        entries += h->size;
-    }
     py::dict out;
     out["holders"] = r->holders.size();
-    out["entries"] = entries;
+    out["entries"] = r->entries;
     out["attached_total"] = r->attached_total;
     out["detached_total"] = r->detached_total;
     out["holders_alive"] = internals.live.holders;

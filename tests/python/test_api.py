@@ -130,6 +130,33 @@ def test_stats_counts_holders_and_entries():
     assert (s["holders"], s["entries"]) == (1, 1)
 
 
+def test_stats_entries_follow_every_change_of_an_attached_holder():
+    """stats()["entries"] is kept as holders change (not summed by stats()):
+    adds, removal, eviction by max_entries, clear(), detach, and a detached
+    holder's changes, which no longer count."""
+    f = make_function()
+    h = coextra.holder(f, create=True)
+    entries = [h.add(i) for i in range(5)]
+    assert coextra.stats()["entries"] == 5
+    h.remove(entries[0])
+    assert coextra.stats()["entries"] == 4
+    h.max_entries = 2
+    assert coextra.stats()["entries"] == 2
+    h.clear()
+    assert coextra.stats()["entries"] == 0
+    h.max_entries = None
+    h.add("x")
+    h.add("y")
+    coextra.detach(f)
+    assert coextra.stats()["entries"] == 0
+    h.add("z")
+    h.clear()
+    assert coextra.stats()["entries"] == 0
+    g = make_function()
+    coextra.attach(g, 1)
+    assert coextra.stats()["entries"] == sum(len(x) for x in coextra.holders()) == 1
+
+
 # --- Holder --------------------------------------------------------------------
 
 def test_add_inserts_at_the_front_and_iteration_is_mru_first():
