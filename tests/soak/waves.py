@@ -22,7 +22,8 @@ Checked, and the exit status is 1 when one fails:
     Holder or Entry object is left over.
 Reported every --report-every seconds: holders and map entries, the most dead
 caches attached after a gc.collect() (promised / all), drop-to-free latency
-(median, 99th percentile, max), resident memory, time in automatic passes.
+(median, 99th percentile, max), resident memory, time in automatic passes,
+the longest automatic pause so far.
 
     python tests/soak/waves.py [--minutes 60] [--report-every 60] [--seed 0]
                                [--no-auto] [--json FILE]
@@ -177,8 +178,8 @@ def main() -> int:
 
     print("| minutes | waves | holders | map entries | most dead holders attached after a gc.collect(): "
           "died young (bound) / all | dead map keys | drop to free: median, p99, max | RSS "
-          "| in automatic passes |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|", flush=True)
+          "| in automatic passes | longest automatic pause so far |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|", flush=True)
     while time.perf_counter() < deadline and not failures:
         wave = Wave(wave_number + 1, rng.randint(200, 3_000), payload, table, deaths)
         alive.append((wave_number + lifetime(rng), wave))
@@ -217,14 +218,15 @@ def main() -> int:
                    "latency_p99_s": percentile(latencies, 0.99),
                    "latency_max_s": max(latencies, default=0.0),
                    "rss_mib": (rss_bytes() or 0) / 2**20,
-                   "auto_share": (stats["auto_seconds"] - auto_mark) / (now - last_report)}
+                   "auto_share": (stats["auto_seconds"] - auto_mark) / (now - last_report),
+                   "max_pause_s": stats["auto_max_pause"]}
             reports.append(row)
             print(f"| {row['minutes']:.1f} | {row['waves']} | {row['holders']:,} | {row['map_entries']:,} "
                   f"| {row['dead_promised']:,} ({row['bound']:,}) / {row['dead_all']:,} "
                   f"| {row['dead_map_keys']:,} "
                   f"| {row['latency_median_s'] * 1e3:.0f} ms, {row['latency_p99_s'] * 1e3:.0f} ms, "
                   f"{row['latency_max_s'] * 1e3:.0f} ms | {row['rss_mib']:.0f} MiB "
-                  f"| {row['auto_share']:.1%} |", flush=True)
+                  f"| {row['auto_share']:.1%} | {row['max_pause_s'] * 1e3:.0f} ms |", flush=True)
             deaths.latencies = []
             worst = {"promised": 0, "all": 0, "map": 0, "limit": bound(0)}
             auto_mark = stats["auto_seconds"]
