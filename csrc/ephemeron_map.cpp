@@ -776,14 +776,23 @@ void ephemeron_begin_generation_pass() {
             continue;
         }
         // `examined` is empty unless a pass was abandoned: its entries join.
-        if (g->young.whole || g->examined.whole) {
-            forget(g->young);
-            set_whole(g->examined);
-        } else {
-            std::vector<uintptr_t> &examined = g->examined.listed;
-            examined.insert(examined.end(), g->young.listed.begin(), g->young.listed.end());
-            std::vector<uintptr_t>().swap(g->young.listed);
+        // Without memory for both lists, the whole map is examined.
+        std::vector<uintptr_t> &examined = g->examined.listed;
+        bool whole = g->young.whole || g->examined.whole;
+        if (!whole && examined.empty()) {
+            examined.swap(g->young.listed);
+        } else if (!whole) {
+            try {
+                examined.insert(examined.end(), g->young.listed.begin(), g->young.listed.end());
+                std::vector<uintptr_t>().swap(g->young.listed);  // moved: still counted as listed
+            } catch (const std::bad_alloc &) {
+                whole = true;
+            }
         }
+        if (whole) {
+            set_whole(g->examined);
+        }
+        forget(g->young);  // what is left of it: nothing, or a list the whole map covers
         g->compact_at = kCompactMin;
     }
 }

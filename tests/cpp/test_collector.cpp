@@ -445,6 +445,19 @@ TEST_F(MapGenerations, AKeySetAndDeletedOverAndOverListsItOnce) {
     EXPECT_FALSE(m()->generations->young.whole);
 }
 
+TEST_F(MapGenerations, APassBegunAgainBeforeItAgedKeepsEveryEntryListedOnce) {
+    add_entries(10);
+    ephemeron_begin_generation_pass();
+    add_entries(10);
+    ephemeron_begin_generation_pass();  // the first never aged: its entries join
+    EXPECT_EQ(ephemeron_generation_seeds(m()), 20u);
+    EXPECT_EQ(internals.ephemeron.listed, 20u);
+    ephemeron_age_generations();
+    ephemeron_age_generations();
+    EXPECT_FALSE(ephemeron_generations_pending());
+    EXPECT_EQ(internals.ephemeron.listed, 0u);
+}
+
 TEST_F(MapGenerations, AMapFilledFasterThanPassesComeIsExaminedWhole) {
     add_entries(1000);
     EXPECT_TRUE(m()->generations->young.whole) << "more young than a quarter of the map";
