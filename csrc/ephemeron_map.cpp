@@ -56,40 +56,46 @@ EphemeronEntry *usable(EphemeronEntry *e) {
     return key != Py_None && Py_REFCNT(key) > 0 ? e : nullptr;
 }
 
-// The entry of `key`, or NULL. Runs no code.
-EphemeronEntry *find(const EphemeronMap *m, PyObject *key) {
+constexpr size_t kNoSlot = SIZE_MAX;
+
+// The slot of the first entry in the probe run of `address` that `matches`,
+// or kNoSlot. Runs no code.
+template <typename Match>
+size_t probe(const EphemeronMap *m, uintptr_t address, Match matches) {
     if (m->slots == nullptr) {
-        return nullptr;
+        return kNoSlot;
     }
-    uintptr_t address = reinterpret_cast<uintptr_t>(key);
     for (size_t i = ideal_slot(m, address);; i = (i + 1) & m->mask) {
         EphemeronEntry *e = m->slots[i];
         if (e == nullptr) {
-            return nullptr;
+            return kNoSlot;
         }
-        // The weak reference, not key_address: the address alone could name
-        // a dead key whose callback is still pending (its reference is
-        // cleared by then).
-        if (e->ref.wr_object == key && e->value != nullptr) {
-            return e;
+        if (matches(e)) {
+            return i;
         }
     }
 }
 
+// The entry found at `slot` (a probe's result), or NULL.
+EphemeronEntry *at(const EphemeronMap *m, size_t slot) {
+    return slot != kNoSlot ? m->slots[slot] : nullptr;
+}
+
+// The entry of `key`, or NULL. Runs no code.
+EphemeronEntry *find(const EphemeronMap *m, PyObject *key) {
+    // The weak reference, not key_address: the address alone could name a
+    // dead key whose callback is still pending (its reference is cleared by
+    // then).
+    return at(m, probe(m, reinterpret_cast<uintptr_t>(key), [key](const EphemeronEntry *e) {
+        return e->ref.wr_object == key && e->value != nullptr;
+    }));
+}
+
 // The entry whose live key is at `address`, or NULL. Runs no code.
 EphemeronEntry *find_by_address(const EphemeronMap *m, uintptr_t address) {
-    if (m->slots == nullptr) {
-        return nullptr;
-    }
-    for (size_t i = ideal_slot(m, address);; i = (i + 1) & m->mask) {
-        EphemeronEntry *e = m->slots[i];
-        if (e == nullptr) {
-            return nullptr;
-        }
-        if (e->key_address == address && usable(e) != nullptr) {
-            return e;
-        }
-    }
+    return at(m, probe(m, address, [address](EphemeronEntry *e) {
+        return e->key_address == address && usable(e) != nullptr;
+    }));
 }
 
 // Moves the table to `capacity` slots (a power of two). -1 with MemoryError.
@@ -133,15 +139,9 @@ void insert(EphemeronMap *m, EphemeronEntry *entry) {
 // longer in any table, and their keys' callbacks may run meanwhile. Runs no
 // code.
 EphemeronEntry *take(EphemeronMap *m, EphemeronEntry *entry) {
-    if (m->slots == nullptr) {
+    size_t i = probe(m, entry->key_address, [entry](const EphemeronEntry *e) { return e == entry; });
+    if (i == kNoSlot) {
         return nullptr;
-    }
-    size_t i = ideal_slot(m, entry->key_address);
-    while (m->slots[i] != entry) {
-        if (m->slots[i] == nullptr) {
-            return nullptr;
-        }
-        i = (i + 1) & m->mask;
     }
     // Backward shift: pull later entries of the probe run into the hole when
     // their ideal slot does not lie between the hole and themselves.
