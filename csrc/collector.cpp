@@ -14,9 +14,6 @@
 #include <new>
 #include <pthread.h>
 #include <vector>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 
 namespace coextra::detail {
 
@@ -153,16 +150,6 @@ struct Pass {
         stack.release();
     }
 };
-
-// Gives freed memory back to the system. glibc keeps freed blocks for later
-// allocations (its mmap threshold rises after the first large free), so a
-// large pass's arrays, once freed, would stay resident, and with automatic
-// collection on every holder would seem to cost more (bench/bench_memory.py).
-void return_freed_memory() {
-#ifdef __GLIBC__
-    malloc_trim(0);
-#endif
-}
 
 // With Scratch::kReleaseLarge, a pass seeded with at most this many holders
 // (every young pass) keeps its scratch memory for the next one; a larger one
@@ -718,8 +705,7 @@ Py_ssize_t run_pass(PassKind kind, MapSeeds maps, size_t first, size_t end, size
     // Young passes are small and frequent: they keep theirs, and so does a
     // slice that another slice follows at once (Scratch::kKeep).
     if (release) {
-        pass.release_memory();
-        return_freed_memory();
+        pass.release_memory();  // the large blocks go back to the system (system_memory.h)
     }
     std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - started;
     state.stats.last_seconds = elapsed.count();

@@ -15,6 +15,7 @@
 #include "holder.h"
 #include "internals.h"
 #include "registry.h"
+#include "system_memory.h"
 
 #include <cstdint>
 #include <cstdlib>
@@ -25,7 +26,8 @@
 namespace coextra::detail {
 
 // A growable array of trivially copyable values; push() returns false when
-// memory is exhausted (the array is then unchanged).
+// memory is exhausted (the array is then unchanged). Its block comes from
+// system_memory.h, so that release() gives a large one back to the system.
 template <typename T>
 class PodArray {
     static_assert(std::is_trivially_copyable<T>::value, "PodArray holds plain values");
@@ -34,7 +36,7 @@ public:
     PodArray() = default;
     PodArray(const PodArray &) = delete;
     PodArray &operator=(const PodArray &) = delete;
-    ~PodArray() { std::free(data_); }
+    ~PodArray() { release(); }
 
     bool reserve(size_t wanted) {
         if (wanted <= capacity_) {
@@ -44,7 +46,7 @@ public:
         while (capacity < wanted) {
             capacity *= 2;
         }
-        void *grown = std::realloc(data_, capacity * sizeof(T));
+        void *grown = system_memory::resize(data_, capacity_ * sizeof(T), capacity * sizeof(T));
         if (grown == nullptr) {
             return false;
         }
@@ -80,7 +82,7 @@ public:
     void clear() { size_ = 0; }
     // Gives the memory back (clear() keeps it for the next pass).
     void release() {
-        std::free(data_);
+        system_memory::release(data_, capacity_ * sizeof(T));
         data_ = nullptr;
         size_ = capacity_ = 0;
     }

@@ -1,0 +1,79 @@
+// system_memory.h -- the blocks of a pass's arrays (PodArray, heap_graph.h):
+// large ones taken from the system and given straight back to it.
+//
+// A pass over many holders needs arrays sized for all of them, and gives
+// them back when it ends, or every holder would seem to cost more
+// (bench/bench_memory.py). Freed to malloc, a large block can stay in the
+// process: glibc raises its mmap threshold after the first large free, and
+// only malloc_trim(), which walks the whole heap and so costs more the larger
+// the program, would return its pages. Blocks of kDirectBytes and more are
+// therefore mapped and unmapped here, so that their pages go back at once;
+// smaller ones use malloc. A sanitizer build uses malloc for every block:
+// AddressSanitizer checks the bounds of malloc'd blocks only.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <sys/mman.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define COEXTRA_ADDRESS_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define COEXTRA_ADDRESS_SANITIZER 1
+#endif
+#endif
+
+namespace coextra::detail::system_memory {
+
+#ifdef COEXTRA_ADDRESS_SANITIZER
+constexpr size_t kDirectBytes = SIZE_MAX;
+#else
+constexpr size_t kDirectBytes = size_t{1} << 20;
+#endif
+
+inline bool direct(size_t bytes) { return bytes >= kDirectBytes; }
+
+// Gives back a block of `bytes` from resize() (NULL when bytes is 0).
+inline void release(void *block, size_t bytes) {
+    if (direct(bytes)) {
+        munmap(block, bytes);
+    } else {
+        std::free(block);
+    }
+}
+
+// `block`, of old_bytes (NULL when 0), resized to new_bytes with its contents
+// kept up to the smaller size; NULL when memory is exhausted, and `block`
+// then stays as it was.
+inline void *resize(void *block, size_t old_bytes, size_t new_bytes) {
+    if (!direct(old_bytes) && !direct(new_bytes)) {
+        return std::realloc(block, new_bytes);
+    }
+#ifdef __linux__
+    if (direct(old_bytes) && direct(new_bytes)) {
+        void *moved = mremap(block, old_bytes, new_bytes, MREMAP_MAYMOVE);  // pages move, not bytes
+        return moved == MAP_FAILED ? nullptr : moved;
+    }
+#endif
+    void *fresh = nullptr;
+    if (direct(new_bytes)) {
+        fresh = mmap(nullptr, new_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        fresh = fresh == MAP_FAILED ? nullptr : fresh;
+    } else {
+        fresh = std::malloc(new_bytes);
+    }
+    if (fresh == nullptr) {
+        return nullptr;
+    }
+    if (block != nullptr) {
+        std::memcpy(fresh, block, std::min(old_bytes, new_bytes));
+    }
+    release(block, old_bytes);
+    return fresh;
+}
+
+}  // namespace coextra::detail::system_memory
