@@ -85,6 +85,10 @@ Py_ssize_t run_slice(size_t first, size_t end, Py_ssize_t node_budget, MapSeeds 
     return detached;
 }
 
+// Whether the program's caches die: an automatic pass detached something
+// since the previous generation pass began (this one's slices included).
+bool caches_die() { return collector_stats().auto_detached != generation.auto_detached_before; }
+
 void begin_generation_pass(Registry *r, MapSeeds maps) {
     registry_begin_generation_pass(r);
     ephemeron_begin_generation_pass();
@@ -121,8 +125,12 @@ Py_ssize_t run_generation_slices(bool keep_bound) {
         }
         size_t end = std::max(std::min(generation.cursor, r->pass_end), r->old_end);
         if (end == r->old_end && generation.maps == MapSeeds::kNo) {
-            registry_age_generations(r);
-            ephemeron_age_generations();
+            // Adaptive tenuring: the second examination is for caches that
+            // die after a first one found them live; while none die, it
+            // would only double what the program's growth costs.
+            bool straight_to_old = !caches_die();
+            registry_age_generations(r, straight_to_old);
+            ephemeron_age_generations(straight_to_old);
             generation.active = false;
             stats.generation_passes++;
             stats.last_generation_detached = generation.detached;
@@ -146,8 +154,7 @@ Py_ssize_t run_generation_slices(bool keep_bound) {
                 continue;
             }
             size_t unexamined = std::min(first, r->pass_end) - std::min(first, r->old_end);
-            bool dying = collector_stats().auto_detached != generation.auto_detached_before;
-            if (!keep_bound || !dying ||
+            if (!keep_bound || !caches_die() ||
                 static_cast<double>(unexamined) <= dead_allowance(r->holders.size() - unexamined)) {
                 return detached;
             }

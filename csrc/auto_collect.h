@@ -13,11 +13,13 @@
 //      previous generation pass began) -- while the holders left unexamined
 //      exceed the dead allowance, max(kBoundFloor, kBoundFraction times the
 //      others). The rest run one per GC pass, before anything else. When the
-//      last has run, its holders age: middle to old, young to middle.
-//      Holders attached meanwhile stay young. A generation-2 collection that
+//      last has run, its holders age: middle to old, young to middle -- or
+//      young straight to old in a program whose caches all live (nothing
+//      detached since the previous generation pass began: adaptive
+//      tenuring, below). Holders attached meanwhile stay young. A generation-2 collection that
 //      finds a pass still in progress first runs all of its rest.
 //
-//      This is the bound. A holder becomes old only by being found live by two
+//      This is the bound. A holder becomes old only by being found live by
 //      generation passes (or by coextra.collect()), so when a generation-2
 //      collection ends, the dead caches outside the old generation are at
 //      most the allowance in a program whose caches die (within the node
@@ -25,10 +27,16 @@
 //      first all-live slice, so its pause stays about kSliceSeconds. What a
 //      program has just dropped is among the youngest holders, in the first
 //      slices, which go on while they find garbage. A cache dies old only if
-//      it lived through two generation passes: the sweep (rule 2) finds it.
+//      it lived through two generation passes (one, while nothing died
+//      before): the sweep (rule 2) finds it.
 //
 //      The cost follows growth, not size: every holder is examined by two
-//      generation passes, as CPython's own young generations do. (A full
+//      generation passes, as CPython's own young generations do -- by one
+//      while the program's caches all live, since the second examination
+//      is for caches that die after a first found them live, and only
+//      doubles the cost of a program that keeps what it caches. The first
+//      cache found dead brings the second examination back, for the
+//      holders the pass in progress examines. (A full
 //      pass per fixed fraction of growth would examine each holder about
 //      1/fraction times.) What was attached between two generation-2
 //      collections can be a quarter of the heap, which CPython examines in

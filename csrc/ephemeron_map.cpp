@@ -797,11 +797,15 @@ void ephemeron_begin_generation_pass() {
     }
 }
 
-void ephemeron_age_generations() {
+void ephemeron_age_generations(bool straight_to_old) {
     for (EphemeronMap *m : state.maps) {
         if (EntryGenerations *g = m->generations) {
             forget(g->middle);
-            std::swap(g->middle, g->examined);
+            if (straight_to_old) {
+                forget(g->examined);
+            } else {
+                std::swap(g->middle, g->examined);
+            }
         }
     }
 }

@@ -125,10 +125,11 @@ PyObject *ephemeron_entry_key(EphemeronEntry *entry);
 
 // The generations of every map's entries, for automatic collection: a
 // generation pass begins (young becomes examined), has examined them
-// (middle becomes old, examined becomes middle), or a pass over everything
+// (middle becomes old, examined becomes middle, or old too when
+// `straight_to_old`, as registry_age_generations), or a pass over everything
 // found every survivor live (all old).
 void ephemeron_begin_generation_pass();
-void ephemeron_age_generations();
+void ephemeron_age_generations(bool straight_to_old);
 void ephemeron_all_old();
 
 // Whether some map's entries are young or middle.

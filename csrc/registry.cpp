@@ -50,8 +50,8 @@ static void remove_slot(Registry *r, size_t slot) {
 
 void registry_begin_generation_pass(Registry *r) { r->pass_end = r->holders.size(); }
 
-void registry_age_generations(Registry *r) {
-    r->old_end = r->middle_end;
+void registry_age_generations(Registry *r, bool straight_to_old) {
+    r->old_end = straight_to_old ? r->pass_end : r->middle_end;
     r->middle_end = r->pass_end;
 }
 

@@ -26,8 +26,9 @@ namespace coextra::detail {
 // Generations. `holders` is kept in four runs by how often automatic
 // collection has examined a holder and found it live (auto_collect.h):
 //
-//     [0, old_end)               old: found live by two generation passes,
-//                                or by a full pass
+//     [0, old_end)               old: found live by two generation passes
+//                                (by one in a program whose caches all
+//                                live, auto_collect.h), or by a full pass
 //     [old_end, middle_end)      middle: found live by one generation pass
 //     [middle_end, pass_end)     young, attached before the generation pass in
 //                                progress began (empty when none is)
@@ -95,8 +96,10 @@ int registry_detach(Holder *h);
 void registry_begin_generation_pass(Registry *r);
 
 // It has examined its runs: middle becomes old and the young holders it
-// examined become middle; those attached since it began stay young.
-void registry_age_generations(Registry *r);
+// examined become middle, or old too when `straight_to_old` (automatic
+// collection decides, auto_collect.h); those attached since it began stay
+// young.
+void registry_age_generations(Registry *r, bool straight_to_old);
 
 // The same after a pass over every holder: all of them become old, and a
 // generation pass in progress has nothing left to examine.

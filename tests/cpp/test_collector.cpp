@@ -211,8 +211,36 @@ TEST_F(GenerationSlices, AGenerationPassOverLiveHoldersGoesOnOverTheNextGCPasses
     EXPECT_EQ(more, 3) << "1000 holders, 256 a slice";
     EXPECT_EQ(internals.auto_collect.stats.generation_passes, passes + 1);
     Registry *r = registry_get();
+    EXPECT_EQ(r->old_end, 1000u) << "found live once while no cache dies: old";
+    EXPECT_EQ(r->middle_end, 1000u);
+}
+
+// Adaptive tenuring: one generation pass makes a holder old while nothing
+// dies; two, from a pass in whose time (or the previous one's) a cache died.
+TEST_F(GenerationSlices, WhileCachesDieAHolderBecomesOldOnlyAfterTwoPasses) {
+    auto whole_pass = [this] {
+        Py_ssize_t found = gc_pass(2);
+        while (in_progress()) {
+            found += gc_pass(0);
+        }
+        return found;
+    };
+    attach_live(500);
+    attach_dead(100);
+    EXPECT_EQ(whole_pass(), 100);
+    Registry *r = registry_get();
     EXPECT_EQ(r->old_end, 0u);
-    EXPECT_EQ(r->middle_end, 1000u) << "found live once: middle";
+    EXPECT_EQ(r->middle_end, 500u) << "found live once in a program whose caches die: middle";
+    attach_live(200);
+    EXPECT_EQ(whole_pass(), 0);
+    r = registry_get();
+    EXPECT_EQ(r->old_end, 500u) << "found live twice: old";
+    EXPECT_EQ(r->middle_end, 700u) << "the previous pass found a dead cache: still two passes";
+    attach_live(100);
+    EXPECT_EQ(whole_pass(), 0);
+    r = registry_get();
+    EXPECT_EQ(r->old_end, 800u) << "nothing died since the previous pass began: old at once";
+    EXPECT_EQ(r->middle_end, 800u);
 }
 
 TEST_F(GenerationSlices, SlicesGoOnInTheSameGCPassWhileTheyFindGarbage) {
@@ -452,10 +480,21 @@ TEST_F(MapGenerations, APassBegunAgainBeforeItAgedKeepsEveryEntryListedOnce) {
     ephemeron_begin_generation_pass();  // the first never aged: its entries join
     EXPECT_EQ(ephemeron_generation_seeds(m()), 20u);
     EXPECT_EQ(internals.ephemeron.listed, 20u);
-    ephemeron_age_generations();
-    ephemeron_age_generations();
+    ephemeron_age_generations(false);
+    ephemeron_age_generations(false);
     EXPECT_FALSE(ephemeron_generations_pending());
     EXPECT_EQ(internals.ephemeron.listed, 0u);
+}
+
+TEST_F(MapGenerations, EntriesBecomeOldAsHoldersDo) {
+    add_entries(10);
+    gc_pass(2);
+    EXPECT_FALSE(ephemeron_generations_pending()) << "found live once while nothing dies: old";
+    add_entries(10);
+    attach_dead(5);
+    EXPECT_EQ(gc_pass(2), 5);
+    EXPECT_TRUE(ephemeron_generations_pending()) << "found live once while caches die: middle";
+    EXPECT_EQ(ephemeron_generation_seeds(m()), 10u);
 }
 
 TEST_F(MapGenerations, AMapFilledFasterThanPassesComeIsExaminedWhole) {

@@ -229,7 +229,7 @@ TEST_F(Core, DetachKeepsEveryHolderInItsGeneration) {
                     registry_begin_generation_pass(registry_get());
                 }
                 if (g < 2) {
-                    registry_age_generations(registry_get());
+                    registry_age_generations(registry_get(), false);
                 }
             }
             // Two whole generation passes made the first run old and the
