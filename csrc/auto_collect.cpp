@@ -85,9 +85,11 @@ Py_ssize_t run_slice(size_t first, size_t end, Py_ssize_t node_budget, MapSeeds 
     return detached;
 }
 
-// Whether the program's caches die: an automatic pass detached something
-// since the previous generation pass began (this one's slices included).
-bool caches_die() { return collector_stats().auto_detached != generation.auto_detached_before; }
+// Whether the program's caches die lately: an automatic pass detached
+// something since the previous generation pass began (this one's slices
+// included). Adaptive tenuring asks a longer question instead
+// (auto_collect_passes_to_old).
+bool caches_died_lately() { return collector_stats().auto_detached != generation.auto_detached_before; }
 
 void begin_generation_pass(Registry *r, MapSeeds maps) {
     registry_begin_generation_pass(r);
@@ -125,10 +127,8 @@ Py_ssize_t run_generation_slices(bool keep_bound) {
         }
         size_t end = std::max(std::min(generation.cursor, r->pass_end), r->old_end);
         if (end == r->old_end && generation.maps == MapSeeds::kNo) {
-            // Adaptive tenuring: the second examination is for caches that
-            // die after a first one found them live; while none die, it
-            // would only double what the program's growth costs.
-            bool straight_to_old = !caches_die();
+            // Adaptive tenuring (auto_collect.h, rule 1).
+            bool straight_to_old = auto_collect_passes_to_old() == 1;
             registry_age_generations(r, straight_to_old);
             ephemeron_age_generations(straight_to_old);
             generation.active = false;
@@ -154,7 +154,7 @@ Py_ssize_t run_generation_slices(bool keep_bound) {
                 continue;
             }
             size_t unexamined = std::min(first, r->pass_end) - std::min(first, r->old_end);
-            if (!keep_bound || !caches_die() ||
+            if (!keep_bound || !caches_died_lately() ||
                 static_cast<double>(unexamined) <= dead_allowance(r->holders.size() - unexamined)) {
                 return detached;
             }
@@ -321,6 +321,10 @@ PyObject *gc_callbacks() {
 }  // namespace
 
 const AutoCollectStats &auto_collect_stats() { return stats; }
+
+int auto_collect_passes_to_old() {
+    return collector_stats().detached_by_collector == state.detached_at_program_start ? 1 : 2;
+}
 
 int auto_collect_get() {
     if (state.callback == nullptr) {

@@ -14,10 +14,11 @@
 //      exceed the dead allowance, max(kBoundFloor, kBoundFraction times the
 //      others). The rest run one per GC pass, before anything else. When the
 //      last has run, its holders age: middle to old, young to middle -- or
-//      young straight to old in a program whose caches all live (nothing
-//      detached since the previous generation pass began: adaptive
-//      tenuring, below). Holders attached meanwhile stay young. A generation-2 collection that
-//      finds a pass still in progress first runs all of its rest.
+//      young straight to old in a program none of whose caches has died
+//      (no pass of the collector has found one dead yet: adaptive
+//      tenuring, below). Holders
+//      attached meanwhile stay young. A generation-2 collection that finds
+//      a pass still in progress first runs all of its rest.
 //
 //      This is the bound. A holder becomes old only by being found live by
 //      generation passes (or by coextra.collect()), so when a generation-2
@@ -27,16 +28,19 @@
 //      first all-live slice, so its pause stays about kSliceSeconds. What a
 //      program has just dropped is among the youngest holders, in the first
 //      slices, which go on while they find garbage. A cache dies old only if
-//      it lived through two generation passes (one, while nothing died
-//      before): the sweep (rule 2) finds it.
+//      it lived through two generation passes (one, before any cache of the
+//      program had died): the sweep (rule 2) finds it.
 //
 //      The cost follows growth, not size: every holder is examined by two
 //      generation passes, as CPython's own young generations do -- by one
-//      while the program's caches all live, since the second examination
-//      is for caches that die after a first found them live, and only
-//      doubles the cost of a program that keeps what it caches. The first
-//      cache found dead brings the second examination back, for the
-//      holders the pass in progress examines. (A full
+//      until a cache of the program is first found dead, since the second
+//      examination is for caches that die after a first found them live,
+//      and only doubles the cost of a program that keeps all it caches
+//      (one warming up). The first cache found dead brings the second
+//      examination back for good, from the holders of the pass in progress
+//      on: whether caches died in the last few passes says little about
+//      whether the ones just examined will, and a program whose caches
+//      died once keeps its bound for what it drops later. (A full
 //      pass per fixed fraction of growth would examine each holder about
 //      1/fraction times.) What was attached between two generation-2
 //      collections can be a quarter of the heap, which CPython examines in
@@ -143,6 +147,11 @@ struct AutoCollectState {
     PyObject *callback = nullptr;
     GenerationPass generation;
     Sweep sweep;
+    // CollectorStats::detached_by_collector at the program's start: 0 (the
+    // C++ tests set it to begin a program afresh). Any more since: a cache
+    // of this program has died, so holders need two generation passes to
+    // become old (adaptive tenuring, rule 1).
+    uint64_t detached_at_program_start = 0;
     double seconds_per_holder = 0.0;  // of the latest slice (rules 1 and 2); 0 before any
     YoungPace young_pace;
     AutoCollectStats stats;
@@ -162,5 +171,10 @@ Py_ssize_t auto_collect_run(Registry *r, long gc_generation);
 
 // 1 when coextra's callback is in gc.callbacks, 0 when not, -1 with an exception.
 int auto_collect_get();
+
+// How many generation passes must find a holder live before it is old: 1
+// until a pass of the collector has first found a cache dead, then 2
+// (adaptive tenuring, rule 1).
+int auto_collect_passes_to_old();
 
 }  // namespace coextra::detail

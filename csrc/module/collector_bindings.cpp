@@ -67,7 +67,8 @@ void add_collector_stats(py::dict &out) {
         {"auto_last_generation_detached", a.last_generation_detached},
         {"auto_sweeps", a.sweeps}, {"auto_sweep_slices", a.sweep_slices},
         {"auto_last_sweep_detached", a.last_sweep_detached},
-        {"map_scans", collector_map_scans().scans}};
+        {"map_scans", collector_map_scans().scans},
+        {"auto_passes_to_old", static_cast<uint64_t>(auto_collect_passes_to_old())}};
     const std::pair<const char *, double> seconds[] = {
         {"last_seconds", s.last_seconds}, {"auto_seconds", s.auto_seconds},
         {"auto_max_pause", s.auto_max_pause}};

@@ -167,6 +167,8 @@ protected:
         // began: a program whose caches do not die, until a test makes one.
         internals.auto_collect.generation = {};
         internals.auto_collect.generation.auto_detached_at_begin = collector_stats().auto_detached;
+        // Nor has any cache of it died yet (adaptive tenuring).
+        internals.auto_collect.detached_at_program_start = collector_stats().detached_by_collector;
     }
     void TearDown() override {
         py::module_::import("gc").attr("enable")();
@@ -197,6 +199,7 @@ protected:
 
 TEST_F(GenerationSlices, AGenerationPassOverLiveHoldersGoesOnOverTheNextGCPasses) {
     attach_live(1000);
+    EXPECT_EQ(auto_collect_passes_to_old(), 1);
     uint64_t slices = internals.auto_collect.stats.generation_slices;
     uint64_t passes = internals.auto_collect.stats.generation_passes;
     EXPECT_EQ(gc_pass(2), 0);
@@ -215,9 +218,10 @@ TEST_F(GenerationSlices, AGenerationPassOverLiveHoldersGoesOnOverTheNextGCPasses
     EXPECT_EQ(r->middle_end, 1000u);
 }
 
-// Adaptive tenuring: one generation pass makes a holder old while nothing
-// dies; two, from a pass in whose time (or the previous one's) a cache died.
-TEST_F(GenerationSlices, WhileCachesDieAHolderBecomesOldOnlyAfterTwoPasses) {
+// Adaptive tenuring: one generation pass makes a holder old until a cache of
+// the program is first found dead; two from the pass in whose time it was on,
+// for good.
+TEST_F(GenerationSlices, OnceACacheHasDiedAHolderBecomesOldOnlyAfterTwoPasses) {
     auto whole_pass = [this] {
         Py_ssize_t found = gc_pass(2);
         while (in_progress()) {
@@ -228,6 +232,7 @@ TEST_F(GenerationSlices, WhileCachesDieAHolderBecomesOldOnlyAfterTwoPasses) {
     attach_live(500);
     attach_dead(100);
     EXPECT_EQ(whole_pass(), 100);
+    EXPECT_EQ(auto_collect_passes_to_old(), 2);
     Registry *r = registry_get();
     EXPECT_EQ(r->old_end, 0u);
     EXPECT_EQ(r->middle_end, 500u) << "found live once in a program whose caches die: middle";
@@ -235,12 +240,13 @@ TEST_F(GenerationSlices, WhileCachesDieAHolderBecomesOldOnlyAfterTwoPasses) {
     EXPECT_EQ(whole_pass(), 0);
     r = registry_get();
     EXPECT_EQ(r->old_end, 500u) << "found live twice: old";
-    EXPECT_EQ(r->middle_end, 700u) << "the previous pass found a dead cache: still two passes";
+    EXPECT_EQ(r->middle_end, 700u);
     attach_live(100);
     EXPECT_EQ(whole_pass(), 0);
     r = registry_get();
-    EXPECT_EQ(r->old_end, 800u) << "nothing died since the previous pass began: old at once";
+    EXPECT_EQ(r->old_end, 700u) << "nothing died in the last two passes: still two passes to old";
     EXPECT_EQ(r->middle_end, 800u);
+    EXPECT_EQ(auto_collect_passes_to_old(), 2);
 }
 
 TEST_F(GenerationSlices, SlicesGoOnInTheSameGCPassWhileTheyFindGarbage) {
@@ -493,8 +499,13 @@ TEST_F(MapGenerations, EntriesBecomeOldAsHoldersDo) {
     add_entries(10);
     attach_dead(5);
     EXPECT_EQ(gc_pass(2), 5);
-    EXPECT_TRUE(ephemeron_generations_pending()) << "found live once while caches die: middle";
+    EXPECT_TRUE(ephemeron_generations_pending()) << "found live once after a cache died: middle";
     EXPECT_EQ(ephemeron_generation_seeds(m()), 10u);
+    for (int pass = 0; pass < 2; pass++) {
+        add_entries(10);
+        EXPECT_EQ(gc_pass(2), 0);
+        EXPECT_EQ(ephemeron_generation_seeds(m()), 10u) << "nothing died lately, yet the newest are middle";
+    }
 }
 
 TEST_F(MapGenerations, AMapFilledFasterThanPassesComeIsExaminedWhole) {

@@ -123,6 +123,42 @@ def test_exit_with_automatic_collection_and_reentrant_products_is_clean():
     assert proc.stdout.strip() == "ok True"
 
 
+def test_a_generation_pass_makes_holders_old_at_once_until_a_cache_dies():
+    """Adaptive tenuring, in a fresh process (the rule looks at the whole
+    program's history): one generation pass makes a live holder old while no
+    cache has died; once one has, two do, for good."""
+    script = textwrap.dedent(
+        """
+        import gc, coextra
+
+        def cached(name):
+            ns = {}
+            exec(f"def {name}(x):\\n    return x\\n", ns)
+            coextra.attach(ns[name], [ns[name]])
+            return ns[name]
+
+        gc.disable()  # only the gc.collect() calls below run generation passes
+        before = coextra.stats()["auto_passes_to_old"]
+        live = [cached(f"live{i}") for i in range(100)]
+        gc.collect()
+        while_none_died = coextra.stats()["auto_passes_to_old"]
+        for i in range(50):
+            cached(f"dead{i}")  # only its own product references it
+        gc.collect()
+        stats = coextra.stats()
+        detached = stats["auto_detached"]
+        after = stats["auto_passes_to_old"]
+        for _ in range(3):
+            gc.collect()  # nothing dies in these
+        print(before, while_none_died, detached, after, coextra.stats()["auto_passes_to_old"])
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=subprocess_env(), timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["1", "1", "50", "2", "2"]
+
+
 def attached(refs) -> int:
     """How many of the code objects still have a holder."""
     return sum(1 for r in refs if r() is not None and coextra.holder(r()) is not None)

@@ -12,9 +12,9 @@ never calls coextra.collect().
 
 Checked, and the exit status is 1 when one fails:
   - the bound: after every gc.collect(), the dropped holders still attached
-    whose caches died young (at most one generation pass completed while
-    they lived, so no pass made them old) number at most max(2,000, 10% of
-    the live holders);
+    whose caches died young (fewer generation passes completed while they
+    lived than make a holder old, stats()["auto_passes_to_old"], so no pass
+    made them old) number at most max(2,000, 10% of the live holders);
   - every dropped code object is freed within --max-latency seconds of its
     drop, whatever its age (a weakref callback times it);
   - at the end, with everything dropped but the persistent set: every dropped
@@ -106,7 +106,9 @@ class Wave:
         self.functions = [namespace[f"w{number}_{i}"] for i in range(size)]
         third = size // 3
         self.refs = [deaths.watch(f.__code__, holder=i < 2 * third) for i, f in enumerate(self.functions)]
-        self.passes_at_start = coextra.stats()["auto_generation_passes"]
+        stats = coextra.stats()
+        self.passes_at_start = stats["auto_generation_passes"]
+        self.passes_to_old = stats["auto_passes_to_old"]
         for f in self.functions[:third]:
             coextra.attach(f, ("product", f, payload))
         with evalframe.enabled(lambda code: ("compiled", code, payload)):
@@ -116,8 +118,9 @@ class Wave:
             table[f] = ("value", f, payload)
 
     def drop(self, deaths: Deaths) -> None:
-        # Promised: no generation pass made these holders old while they lived.
-        promised = coextra.stats()["auto_generation_passes"] - self.passes_at_start <= 1
+        # Promised: no generation pass made these holders old while they lived
+        # (two make a holder old, or one before any cache had died).
+        promised = coextra.stats()["auto_generation_passes"] - self.passes_at_start < self.passes_to_old
         now = time.perf_counter()
         for ref in self.refs:
             deaths.dropped(ref, promised, now)
