@@ -27,8 +27,8 @@ namespace coextra::detail {
 // collection has examined a holder and found it live (auto_collect.h):
 //
 //     [0, old_end)               old: found live by two generation passes
-//                                (by one in a program whose caches all
-//                                live, auto_collect.h), or by a full pass
+//                                (by one before any cache of the program
+//                                has died, auto_collect.h), or by a full pass
 //     [old_end, middle_end)      middle: found live by one generation pass
 //     [middle_end, pass_end)     young, attached before the generation pass in
 //                                progress began (empty when none is)
