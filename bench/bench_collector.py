@@ -157,7 +157,6 @@ def make_a_cache_die() -> None:
 
 def auto_on_vs_off(n: int, rounds: int, compiled: bool = False) -> dict:
     on, off = [], []
-    passes_to_old = coextra.stats()["auto_passes_to_old"]
     before = coextra.stats()
     for round_ in range(rounds):
         # Alternate which runs first: the second run of a round inherits the
@@ -168,7 +167,7 @@ def auto_on_vs_off(n: int, rounds: int, compiled: bool = False) -> dict:
     coextra.set_auto_collect(True)
     after = coextra.stats()
     auto_seconds = (after["auto_seconds"] - before["auto_seconds"]) / rounds
-    return {"holders": n, "compiled": compiled, "passes_to_old": passes_to_old,
+    return {"holders": n, "compiled": compiled, "passes_to_old": before["auto_passes_to_old"],
             "off_s": min(off), "on_s": min(on),
             "ratio": min(on) / min(off),
             "median_round_ratio": statistics.median(a / b for a, b in zip(on, off)),

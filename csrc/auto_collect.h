@@ -16,9 +16,9 @@
 //      last has run, its holders age: middle to old, young to middle -- or
 //      young straight to old in a program none of whose caches has died
 //      (no pass of the collector has found one dead yet: adaptive
-//      tenuring, below). Holders
-//      attached meanwhile stay young. A generation-2 collection that finds
-//      a pass still in progress first runs all of its rest.
+//      tenuring, below). Holders attached meanwhile stay young. A
+//      generation-2 collection that finds a pass still in progress first
+//      runs all of its rest.
 //
 //      This is the bound. A holder becomes old only by being found live by
 //      generation passes (or by coextra.collect()), so when a generation-2

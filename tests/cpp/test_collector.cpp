@@ -219,8 +219,7 @@ TEST_F(GenerationSlices, AGenerationPassOverLiveHoldersGoesOnOverTheNextGCPasses
 }
 
 // Adaptive tenuring: one generation pass makes a holder old until a cache of
-// the program is first found dead; two from the pass in whose time it was on,
-// for good.
+// the program is first found dead; two from then on, for good.
 TEST_F(GenerationSlices, OnceACacheHasDiedAHolderBecomesOldOnlyAfterTwoPasses) {
     auto whole_pass = [this] {
         Py_ssize_t found = gc_pass(2);

@@ -124,9 +124,10 @@ def test_exit_with_automatic_collection_and_reentrant_products_is_clean():
 
 
 def test_a_generation_pass_makes_holders_old_at_once_until_a_cache_dies():
-    """Adaptive tenuring, in a fresh process (the rule looks at the whole
-    program's history): one generation pass makes a live holder old while no
-    cache has died; once one has, two do, for good."""
+    """Adaptive tenuring as stats() reports it, in a fresh process (the rule
+    looks at the whole program's history): one generation pass makes a live
+    holder old while no cache has died; once one has, two do, for good. (The
+    C++ GenerationSlices tests check the generations themselves.)"""
     script = textwrap.dedent(
         """
         import gc, coextra
