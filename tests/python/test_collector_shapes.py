@@ -306,6 +306,24 @@ def test_kept_when_reachable_from_another_code_objects_co_consts():
     assert coextra.collect() == 1
 
 
+@pytest.mark.parametrize("held", ["holder", "entry"])
+def test_kept_while_something_outside_holds_its_holder_or_an_entry(held):
+    # The collector explores a holder and its entries as part of their code's
+    # node only while nothing else references them; a reference from outside
+    # reaches the product, and through it the code.
+    f = fresh(0)
+    coextra.attach(f, Plain(f))
+    outside = coextra.holder(f) if held == "holder" else coextra.holder(f).entries[0]
+    code_ref = weakref.ref(f.__code__)
+    del f
+    assert coextra.collect() == 0
+    assert coextra.holder(code_ref()) is not None
+    del outside
+    assert coextra.collect() == 1
+    gc.collect()
+    assert code_ref() is None
+
+
 def _immortal_stdlib_functions():
     """Functions of deep-frozen stdlib modules: their code objects are immortal
     (3.12) or carry a reference count of about 10**9 (3.11)."""
