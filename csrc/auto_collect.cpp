@@ -206,6 +206,10 @@ Py_ssize_t run_sweep_slice(const Registry *r) {
 // Rule 3: young passes on every interval-th GC pass.
 Py_ssize_t run_young_pass_if_due() {
     AutoCollectState::YoungPace &pace = state.young_pace;
+    if (collector_stats().auto_detached != pace.auto_detached_seen) {
+        pace.auto_detached_seen = collector_stats().auto_detached;
+        pace.interval = 1;  // some automatic pass found a cache dead
+    }
     if (++pace.waited < pace.interval) {
         return 0;
     }
@@ -216,6 +220,7 @@ Py_ssize_t run_young_pass_if_due() {
     }
     Py_ssize_t seeds = young < kYoungMaxSeeds ? young : kYoungMaxSeeds;
     Py_ssize_t detached = collector_collect_young(seeds, kYoungNodesPerHolder * seeds + kYoungBaseNodes);
+    pace.auto_detached_seen = collector_stats().auto_detached;
     pace.interval = detached != 0                      ? 1
                     : pace.interval < kYoungMaxInterval ? pace.interval * 2
                                                         : kYoungMaxInterval;

@@ -76,7 +76,11 @@
 //      live): after each empty one the next waits for twice as many GC
 //      passes, up to kYoungMaxInterval, and is seeded with the newest
 //      kYoungMaxSeeds holders only (the rest wait for the generation pass).
-//      One that detaches something resets the pace.
+//      The pace is reset as soon as any automatic pass (young, generation
+//      or sweep) has detached something: caches die again. So a long spell
+//      of live caches can slow young passes down as far as it likes; they
+//      only shorten the time a dead cache waits, and the generation passes
+//      keep the bound whatever their pace.
 //
 // Never during interpreter teardown (registry closed or finalizing), never
 // nested inside a running pass. Figures: docs/collector.md (make bench).
@@ -99,7 +103,7 @@ constexpr double kBoundFraction = 0.1;
 constexpr Py_ssize_t kSliceMinSeeds = 256;
 constexpr Py_ssize_t kYoungNodesPerHolder = 64;
 constexpr Py_ssize_t kYoungBaseNodes = 4096;
-constexpr int kYoungMaxInterval = 64;
+constexpr int kYoungMaxInterval = 1024;
 constexpr Py_ssize_t kYoungMaxSeeds = 1024;
 
 struct AutoCollectStats {
@@ -140,6 +144,7 @@ struct AutoCollectState {
     struct YoungPace {
         int interval = 1;
         int waited = 0;
+        uint64_t auto_detached_seen = 0;  // CollectorStats::auto_detached after the previous young pass
     };
     // The callback object in gc.callbacks. Owned; created once and kept for
     // the life of the process, so identity checks against gc.callbacks stay

@@ -180,6 +180,14 @@ protected:
         return auto_collect_run(registry_get(), generation);
     }
     bool in_progress() const { return internals.auto_collect.generation.active; }
+    // A generation-2 collection and the GC passes that finish its generation pass.
+    Py_ssize_t whole_pass() {
+        Py_ssize_t found = gc_pass(2);
+        while (in_progress()) {
+            found += gc_pass(0);
+        }
+        return found;
+    }
     // n holders whose code stays referenced from here.
     void attach_live(size_t n) {
         for (size_t i = 0; i < n; i++) {
@@ -221,13 +229,6 @@ TEST_F(GenerationSlices, AGenerationPassOverLiveHoldersGoesOnOverTheNextGCPasses
 // Adaptive tenuring: one generation pass makes a holder old until a cache of
 // the program is first found dead; two from then on, for good.
 TEST_F(GenerationSlices, OnceACacheHasDiedAHolderBecomesOldOnlyAfterTwoPasses) {
-    auto whole_pass = [this] {
-        Py_ssize_t found = gc_pass(2);
-        while (in_progress()) {
-            found += gc_pass(0);
-        }
-        return found;
-    };
     attach_live(500);
     attach_dead(100);
     EXPECT_EQ(whole_pass(), 100);
@@ -402,6 +403,30 @@ TEST_F(GenerationSlices, SweepsComeSoonerWhileTheyFindCachesThatDiedOld) {
     EXPECT_TRUE(sweep_after(2.0, 1e6)) << "finding caches fast: sooner";
     EXPECT_FALSE(sweep_after(1.0, 1e6)) << "but not before 15 times the duration";
     EXPECT_FALSE(sweep_after(2.0, 100.0)) << "finding few: the allowance lasts longer";
+    state.sweep = saved;
+}
+
+// Rule 3's pace: young passes back off while they find nothing, as far as
+// kYoungMaxInterval GC passes apart, and come at every GC pass again as soon
+// as any automatic pass -- here a generation pass -- finds a cache dead.
+TEST_F(GenerationSlices, YoungPassesBackOffWhileCachesLiveAndResumeOnceAnyPassFindsOneDead) {
+    AutoCollectState &state = internals.auto_collect;
+    const AutoCollectState::Sweep saved = state.sweep;
+    state.sweep.ended = AutoCollectState::Clock::now();  // no sweep comes due meanwhile
+    attach_live(10);
+    EXPECT_EQ(whole_pass(), 0);
+    int gc_passes = 0;
+    while (state.young_pace.interval < kYoungMaxInterval) {
+        attach_live(1);
+        EXPECT_EQ(gc_pass(0), 0);
+        ASSERT_LT(++gc_passes, 2 * kYoungMaxInterval) << "the interval doubles after each empty young pass";
+    }
+    attach_dead(1);
+    EXPECT_EQ(gc_pass(0), 0) << "the next young pass is kYoungMaxInterval GC passes away";
+    EXPECT_EQ(whole_pass(), 1);
+    attach_dead(1);
+    EXPECT_EQ(gc_pass(0), 1) << "a cache was found dead: young passes come at every GC pass again";
+    EXPECT_EQ(state.young_pace.interval, 1);
     state.sweep = saved;
 }
 
