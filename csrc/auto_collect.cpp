@@ -207,8 +207,8 @@ Py_ssize_t run_sweep_slice(const Registry *r) {
 Py_ssize_t run_young_pass_if_due() {
     AutoCollectState::YoungPace &pace = state.young_pace;
     if (collector_stats().auto_detached != pace.auto_detached_seen) {
-        pace.auto_detached_seen = collector_stats().auto_detached;
-        pace.interval = 1;  // some automatic pass found a cache dead
+        pace.auto_detached_seen = collector_stats().auto_detached;  // a generation or sweep slice found a cache dead
+        pace.interval = std::min(pace.interval, kYoungResumeInterval);
     }
     if (++pace.waited < pace.interval) {
         return 0;

@@ -76,11 +76,14 @@
 //      live): after each empty one the next waits for twice as many GC
 //      passes, up to kYoungMaxInterval, and is seeded with the newest
 //      kYoungMaxSeeds holders only (the rest wait for the generation pass).
-//      The pace is reset as soon as any automatic pass (young, generation
-//      or sweep) has detached something: caches die again. So a long spell
-//      of live caches can slow young passes down as far as it likes; they
-//      only shorten the time a dead cache waits, and the generation passes
-//      keep the bound whatever their pace.
+//      One that detaches something resets the pace. So does, to at most
+//      kYoungResumeInterval, a generation or sweep slice that detaches
+//      something: caches die again, young or not (a program that drops its
+//      code just before a gc.collect() has its caches found by the
+//      generation pass, and its young passes find nothing). So a long
+//      spell of live caches can slow young passes down far: they only
+//      shorten the time a dead cache waits, and the generation passes keep
+//      the bound whatever their pace.
 //
 // Never during interpreter teardown (registry closed or finalizing), never
 // nested inside a running pass. Figures: docs/collector.md (make bench).
@@ -104,6 +107,7 @@ constexpr Py_ssize_t kSliceMinSeeds = 256;
 constexpr Py_ssize_t kYoungNodesPerHolder = 64;
 constexpr Py_ssize_t kYoungBaseNodes = 4096;
 constexpr int kYoungMaxInterval = 1024;
+constexpr int kYoungResumeInterval = 64;
 constexpr Py_ssize_t kYoungMaxSeeds = 1024;
 
 struct AutoCollectStats {
