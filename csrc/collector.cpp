@@ -120,7 +120,8 @@ private:
 
 // A pass's scratch memory. Every array is touched fresh by a full pass (their
 // memory goes back when it ends), and every fresh page faults: hence the
-// compact edges and indexes (docs/collector.md).
+// compact nodes, edges and indexes, and the room made up front (HeapGraph::expect;
+// docs/collector.md).
 struct Pass {
     HeapGraph graph{0};
     PodArray<CodeWithHolder> other_cached_codes;  // code nodes whose holder is not indexed
@@ -514,7 +515,7 @@ bool ready_holder_node(GraphNode &node) {
     if (compat::is_immortal(node.op)) {
         return false;
     }
-    node.unexplained = Py_REFCNT(node.op);
+    node.unexplained = saturated_count(Py_REFCNT(node.op));
     return true;
 }
 

@@ -103,16 +103,31 @@ enum NodeFlags : uint32_t {
     NODE_BY_HOLDER = 4, // indexed by its holder's registry slot, not in the address index
 };
 
+// A node's unexplained count has kCountBits bits, so that a node is 16 bytes:
+// the node array is among the largest of a pass, and a large pass touches its
+// pages fresh (see Pass in collector.cpp). A reference
+// count above kMaxCount is stored as kMaxCount; a graph records fewer edges
+// than that (HeapGraph::add_edge), so such a node keeps a positive count and
+// stays a root -- conservative, and what an object so referenced is anyway.
+constexpr int kCountBits = 29;
+constexpr int32_t kMaxCount = (int32_t{1} << (kCountBits - 1)) - 1;
+
+inline int32_t saturated_count(Py_ssize_t references) {
+    return references < kMaxCount ? static_cast<int32_t>(references) : kMaxCount;
+}
+
 struct GraphNode {
     PyObject *op;             // borrowed (see the file comment)
-    // Py_REFCNT(op) minus the edges that enter it from expanded nodes. A node
-    // in the holder index starts at 0 and gets Py_REFCNT(op) when it is
-    // expanded: a seed is added without reading its code object (the read is
-    // then a prefetched one), and an unexpanded node is a root whatever it says.
-    Py_ssize_t unexplained;
     uint32_t first_edge;      // its latest out-edge (edges[]), kNone when it has none
-    uint32_t flags;           // NodeFlags
+    // Py_REFCNT(op) (saturated_count) minus the edges that enter it from
+    // expanded nodes. A node in the holder index starts at 0 and gets its
+    // count when it is expanded: a seed is added without reading its code
+    // object (the read is then a prefetched one), and an unexpanded node is
+    // a root whatever it says.
+    int32_t unexplained : kCountBits;
+    uint32_t flags : 32 - kCountBits;  // NodeFlags
 };
+static_assert(sizeof(GraphNode) == 16, "a node is two words");
 
 // Out-edges form one list per source node, newest first. Adding an edge
 // writes only the source node, which is the node being expanded (in cache);
@@ -139,8 +154,19 @@ class HeapGraph {
 public:
     static constexpr uint32_t kNone = UINT32_MAX;
 
-    // At most `limit` nodes; adding beyond it sets budget_exhausted.
-    explicit HeapGraph(size_t limit) : limit_(limit) {}
+    // The room expect() makes per expected node in the address index: about
+    // as many nodes again go to the holder index, and a node has an edge or
+    // two; twice that, so that most passes never grow these arrays.
+    static constexpr size_t kNodesPerExpected = 4;
+    static constexpr size_t kEdgesPerExpected = 8;
+
+    // Edges a graph records at most: fewer than kMaxCount (see GraphNode).
+    static constexpr size_t kMaxEdges = kMaxCount - 1;
+
+    // At most `limit` nodes (adding beyond it sets budget_exhausted) and
+    // `max_edges` edges (add_edge; the tests lower it).
+    explicit HeapGraph(size_t limit, size_t max_edges = kMaxEdges)
+        : limit_(limit), max_edges_(max_edges < kMaxEdges ? max_edges : kMaxEdges) {}
 
     // Empties the graph for a new pass, keeping the memory: a large pass then
     // does not page-fault its way through fresh arrays every time.
@@ -193,12 +219,18 @@ public:
         size_t holder_slots = end_slot > first_slot ? end_slot - first_slot : 0;
         holder_base_ = first_slot;
         size_t capacity = 256;
-        while (capacity < expected * 2) {
+        while (!within_load(expected, capacity)) {
             capacity *= 2;
         }
         if (!slots_.assign_zeroed(capacity) || !by_holder_.assign_bytes(holder_slots, 0xFF)) {
             return false;  // 0xFF bytes: every entry kNone
         }
+        // Room for a few nodes and edges per expected index node, as a hint:
+        // a large pass's arrays then start as mapped blocks, whose growth
+        // touches no page twice (system_memory.h), instead of being copied
+        // through every smaller size on the way. Untouched room costs no
+        // memory; without it (the mapping refused) the arrays grow as they fill.
+        (void)(nodes.reserve(expected * kNodesPerExpected) && edges.reserve(expected * kEdgesPerExpected));
         set_capacity(capacity);
         return true;
     }
@@ -220,7 +252,7 @@ public:
                 return intern_by_holder(op, h, added);
             }
         }
-        if ((table_count_ + 1) * 2 > slots_.size() && !grow()) {
+        if (!within_load(table_count_ + 1, slots_.size()) && !grow()) {
             out_of_memory = true;
             return kNone;
         }
@@ -253,11 +285,14 @@ public:
         return intern(h->code, added);
     }
 
-    // Records a reference from `source` to `target`; false when out of memory
-    // (or out of edge numbers).
+    // Records a reference from `source` to `target`; false when out of
+    // memory. Past max_edges the reference is not recorded and the budget
+    // counts as exhausted: the target's count then keeps the reference, so
+    // it is only more live (and a saturated count stays positive).
     bool add_edge(uint32_t source, uint32_t target) {
-        if (edges.size() >= kNone) {
-            return false;
+        if (edges.size() >= max_edges_) {
+            budget_exhausted = true;
+            return true;
         }
         if (!edges.push(GraphEdge{target, nodes[source].first_edge})) {
             return false;
@@ -295,14 +330,20 @@ private:
             return kNone;
         }
         uint32_t node = static_cast<uint32_t>(nodes.size());
-        Py_ssize_t references = (flags & NODE_BY_HOLDER) ? 0 : Py_REFCNT(op);
-        if (!nodes.push(GraphNode{op, references, kNone, flags})) {
+        int32_t references = (flags & NODE_BY_HOLDER) ? 0 : saturated_count(Py_REFCNT(op));
+        if (!nodes.push(GraphNode{op, kNone, references, flags})) {
             out_of_memory = true;
             return kNone;
         }
         *added = true;
         return node;
     }
+
+    // The address index holds at most three nodes per four slots. Its slots
+    // are tagged, so a fuller index costs few node reads, and a smaller one
+    // fewer fresh pages (its size is a power of two: between 3/8 and 3/4
+    // full after expect()).
+    static bool within_load(size_t count, size_t capacity) { return count * 4 <= capacity * 3; }
 
     // 8 bytes, half a pointer-keyed slot (the index is the largest array of a
     // pass). The tag (32 bits of the address) settles almost every comparison;
@@ -366,6 +407,7 @@ private:
     size_t mask_ = 0;
     int shift_ = 64;
     size_t limit_;
+    size_t max_edges_;
 };
 
 // True while some ephemeron map holds an entry: only then do keys have

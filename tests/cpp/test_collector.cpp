@@ -91,6 +91,40 @@ TEST_F(Collector, GraphIndexesFindEveryNodeAgainAcrossGrowth) {
     EXPECT_EQ(graph.nodes.size(), 602u);
 }
 
+// A node's count of unexplained references is narrower than a reference
+// count: a larger count is stored as the largest, which no graph can explain
+// away, since it records fewer edges than that. So such a node stays a root.
+TEST_F(Collector, AReferenceCountTooLargeForANodeIsSaturatedAndStaysUnexplained) {
+    py::list shared;
+    Py_ssize_t real = Py_REFCNT(shared.ptr());
+    HeapGraph graph(1000);
+    ASSERT_TRUE(graph.expect(4, 0, 0));
+    bool added = false;
+    Py_SET_REFCNT(shared.ptr(), real + kMaxCount);  // as if referenced that often
+    uint32_t node = graph.intern(shared.ptr(), &added);
+    Py_SET_REFCNT(shared.ptr(), real);
+    ASSERT_TRUE(added);
+    EXPECT_EQ(graph.nodes[node].unexplained, kMaxCount);
+    EXPECT_LT(HeapGraph::kMaxEdges, static_cast<size_t>(kMaxCount)) << "edges can never explain it all";
+}
+
+// Past its edge limit a graph records no more edges and says its budget is
+// exhausted; the reference then stays unexplained on its target (more live,
+// never less).
+TEST_F(Collector, AGraphPastItsEdgeLimitRecordsNoMoreEdgesAndSaysItsBudgetIsExhausted) {
+    py::list a, b;
+    HeapGraph graph(1000, /*max_edges=*/2);
+    ASSERT_TRUE(graph.expect(4, 0, 0));
+    bool added = false;
+    uint32_t from = graph.intern(a.ptr(), &added), to = graph.intern(b.ptr(), &added);
+    ASSERT_TRUE(graph.add_edge(from, to));
+    ASSERT_TRUE(graph.add_edge(from, to));
+    EXPECT_FALSE(graph.budget_exhausted);
+    EXPECT_TRUE(graph.add_edge(from, to)) << "not a failure: the pass goes on";
+    EXPECT_TRUE(graph.budget_exhausted);
+    EXPECT_EQ(graph.edges.size(), 2u);
+}
+
 TEST_F(Collector, DetachesACodeReachableOnlyThroughItsOwnCache) {
     py::object f = make_function("f");
     py::object code_ref = py::module_::import("weakref").attr("ref")(f.attr("__code__"));
