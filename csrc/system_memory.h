@@ -6,9 +6,9 @@
 // (bench/bench_memory.py). Freed to malloc, a large block can stay in the
 // process: glibc raises its mmap threshold after the first large free, and
 // only malloc_trim(), which walks the whole heap and so costs more the larger
-// the program, would return its pages. Blocks of kDirectBytes and more are
-// therefore mapped and unmapped here, so that their pages go back at once;
-// smaller ones use malloc. A sanitizer build uses malloc for every block:
+// the program, would return its pages. Blocks of kDirectBytes (glibc's
+// initial mmap threshold) and more are therefore mapped and unmapped here,
+// so that their pages go back at once; smaller ones use malloc. A sanitizer build uses malloc for every block:
 // AddressSanitizer checks the bounds of malloc'd blocks only.
 #pragma once
 
@@ -32,7 +32,7 @@ namespace coextra::detail::system_memory {
 #ifdef COEXTRA_ADDRESS_SANITIZER
 constexpr size_t kDirectBytes = SIZE_MAX;
 #else
-constexpr size_t kDirectBytes = size_t{1} << 20;
+constexpr size_t kDirectBytes = size_t{1} << 17;
 #endif
 
 inline bool direct(size_t bytes) { return bytes >= kDirectBytes; }
