@@ -105,10 +105,10 @@ enum NodeFlags : uint32_t {
 
 // A node's unexplained count has kCountBits bits, so that a node is 16 bytes:
 // the node array is among the largest of a pass, and a large pass touches its
-// pages fresh (see Pass in collector.cpp). A reference
-// count above kMaxCount is stored as kMaxCount; a graph records fewer edges
-// than that (HeapGraph::add_edge), so such a node keeps a positive count and
-// stays a root -- conservative, and what an object so referenced is anyway.
+// pages fresh (see Pass in collector.cpp). A reference count above kMaxCount
+// is stored as kMaxCount; a graph records fewer edges than that
+// (HeapGraph::kMaxEdges), so such a node keeps a positive count and stays a
+// root -- conservative, and what an object so referenced is anyway.
 constexpr int kCountBits = 29;
 constexpr int32_t kMaxCount = (int32_t{1} << (kCountBits - 1)) - 1;
 
@@ -162,6 +162,7 @@ public:
 
     // Edges a graph records at most: fewer than kMaxCount (see GraphNode).
     static constexpr size_t kMaxEdges = kMaxCount - 1;
+    static_assert(kMaxEdges < static_cast<size_t>(kMaxCount), "a saturated count stays positive");
 
     // At most `limit` nodes (adding beyond it sets budget_exhausted) and
     // `max_edges` edges (add_edge; the tests lower it).

@@ -8,8 +8,9 @@
 // only malloc_trim(), which walks the whole heap and so costs more the larger
 // the program, would return its pages. Blocks of kDirectBytes (glibc's
 // initial mmap threshold) and more are therefore mapped and unmapped here,
-// so that their pages go back at once; smaller ones use malloc. A sanitizer build uses malloc for every block:
-// AddressSanitizer checks the bounds of malloc'd blocks only.
+// so that their pages go back at once; smaller ones use malloc. A sanitizer
+// build uses malloc for every block: AddressSanitizer checks the bounds of
+// malloc'd blocks only.
 #pragma once
 
 #include <algorithm>
