@@ -92,6 +92,7 @@ Py_ssize_t run_slice(size_t first, size_t end, Py_ssize_t node_budget, MapSeeds 
 bool caches_died_lately() { return collector_stats().auto_detached != generation.auto_detached_before; }
 
 void begin_generation_pass(Registry *r, MapSeeds maps) {
+    collector_relist_module_dicts();
     registry_begin_generation_pass(r);
     ephemeron_begin_generation_pass();
     generation = GenerationPass{true, r->pass_end, maps, 0, collector_stats().auto_detached,
@@ -176,6 +177,7 @@ bool sweep_slice_due(const Registry *r) {
 // sweep has examined already, so none is skipped.
 Py_ssize_t run_sweep_slice(const Registry *r) {
     if (!sweep.active) {
+        collector_relist_module_dicts();
         sweep.active = true;
         sweep.cursor = r->holders.size();
         sweep.detached = 0;

@@ -159,7 +159,8 @@ constexpr size_t kRetainedSeeds = 2048;
 
 // The __dict__ of every module in sys.modules, sorted by address: a pass never
 // expands them (a module's globals are live while it is imported, and large).
-// Rebuilt before every full pass and whenever sys.modules changed size, never
+// Rebuilt before every collect(), when automatic collection asks
+// (collector_relist_module_dicts) and whenever sys.modules changed size, never
 // during an analysis. A stale entry is harmless: a dict wrongly taken for a
 // module's is only treated as live, and a missed one is only explored.
 struct ModuleDicts {
@@ -719,7 +720,8 @@ Py_ssize_t run_pass(PassKind kind, MapSeeds maps, size_t first, size_t end, size
     } else if (maps == MapSeeds::kGenerations) {
         seeds += internals.ephemeron.listed;
     }
-    state.scratch->module_dicts.refresh(/*force=*/large);
+    state.scratch->module_dicts.refresh(/*force=*/kind == PassKind::kAll || state.relist_module_dicts);
+    state.relist_module_dicts = false;
     bool ok = pass.graph.expect(seeds < node_budget ? seeds : node_budget, first, end);
     // Analysis: from here to detach_garbage nothing runs Python code, nothing
     // allocates a Python object, and no reference count changes.
@@ -833,6 +835,8 @@ int collector_set_budget(Py_ssize_t nodes) {
 }
 
 bool collector_running() { return state.running; }
+
+void collector_relist_module_dicts() { state.relist_module_dicts = true; }
 
 void collector_release_scratch() {
     if (!state.running) {

@@ -70,6 +70,7 @@ struct CollectorState {
     // Both only change the cost, never soundness: any set of seeds gives a
     // sound answer.
     uint64_t attached_mark = 0;
+    bool relist_module_dicts = false;  // collector_relist_module_dicts() was called
     CollectorStats stats;
     MapScans map_scans;
     // Owned; made by the first pass, freed by internals_shutdown (or by the
@@ -123,6 +124,14 @@ bool collector_running();
 // was running (in a __del__ that released the GIL) never ends here, so the
 // child forgets it; otherwise every later pass would return 0 at once.
 void collector_after_fork_child();
+
+// A pass never expands the __dict__ of a module in sys.modules, and lists
+// them anew before every collect(), before the next pass after this call, and
+// otherwise only when sys.modules has changed size (collector.cpp). Automatic
+// collection calls it when a generation pass or a sweep begins, not for each
+// of its slices: listing walks sys.modules, which in a large program costs a
+// good share of a slice.
+void collector_relist_module_dicts();
 
 // Frees the scratch memory (internals_shutdown); a later pass makes it again.
 // No-op while a pass runs.

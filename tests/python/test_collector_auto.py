@@ -218,3 +218,33 @@ def test_without_automatic_collection_caches_that_die_old_stay():
     finally:
         coextra.set_auto_collect(True)
         coextra.reset()
+
+
+def test_a_generation_pass_lists_the_module_dicts_anew():
+    """A pass never expands the globals of a module in sys.modules. Slices
+    relist those dicts only when sys.modules changes size, but a generation
+    pass relists them when it begins: a module that replaced another under
+    the same name is pruned from its first slice on."""
+    script = textwrap.dedent(
+        """
+        import gc, sys, types, coextra
+
+        gc.disable()  # only the gc.collect() below runs a generation pass
+        sys.modules["replaced"] = types.ModuleType("replaced")
+        coextra.collect()  # lists the module dicts, with that module's
+        module = types.ModuleType("replaced")
+        module.__dict__.update({f"v{i}": [i] for i in range(1000)})
+        sys.modules["replaced"] = module  # sys.modules keeps its size
+        ns = {}
+        exec("def f(x):\\n    return x\\n", ns)
+        coextra.attach(ns["f"], [ns["f"], module.__dict__])
+        gc.collect()
+        print(coextra.stats()["auto_generation_slices"], coextra.stats()["last_nodes"])
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=subprocess_env(), timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    slices, nodes = map(int, proc.stdout.split())
+    assert slices == 1, "one generation pass, one slice"
+    assert nodes < 100, f"the module's globals were explored ({nodes} objects)"
