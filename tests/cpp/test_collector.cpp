@@ -440,6 +440,34 @@ TEST_F(GenerationSlices, SweepsComeSoonerWhileTheyFindCachesThatDiedOld) {
     state.sweep = saved;
 }
 
+// A sweep lists the module dicts anew when it begins, as a generation pass
+// does (test_collector_auto.py): a module that replaced another under the
+// same name, sys.modules keeping its size, is pruned from its first slice on.
+TEST_F(GenerationSlices, ASweepListsTheModuleDictsAnewWhenItBegins) {
+    py::dict modules = py::module_::import("sys").attr("modules");
+    py::object module_type = py::module_::import("types").attr("ModuleType");
+    modules["coextra_test_replaced"] = module_type("coextra_test_replaced");
+    ASSERT_EQ(collector_collect_all(), 0);  // lists the module dicts, with that module's
+    py::object module = module_type("coextra_test_replaced");
+    py::dict globals = module.attr("__dict__");
+    for (int i = 0; i < 1000; i++) {
+        globals[py::str("v" + std::to_string(i))] = py::make_tuple(py::list());
+    }
+    modules["coextra_test_replaced"] = module;
+    py::object f = make_function("f");
+    cache(f, py::make_tuple(f, globals));
+    AutoCollectState &state = internals.auto_collect;
+    const AutoCollectState::Sweep saved = state.sweep;
+    state.sweep.active = false;
+    state.sweep.ended = AutoCollectState::Clock::time_point{};  // a sweep is due
+    uint64_t slices = state.stats.sweep_slices;
+    EXPECT_EQ(auto_collect_run(registry_get(), 0), 0);
+    EXPECT_EQ(state.stats.sweep_slices, slices + 1);
+    EXPECT_LT(collector_stats().last_nodes, 100u) << "the module's globals were explored";
+    state.sweep = saved;
+    modules.attr("pop")("coextra_test_replaced");
+}
+
 // Rule 3's pace: young passes back off while they find nothing, as far as
 // kYoungMaxInterval GC passes apart; once a generation pass finds a cache
 // dead they come at least every kYoungResumeInterval GC passes, and at every
