@@ -12,7 +12,7 @@ Entry *entry_new(PyObject *product, PyObject *guard) {
         guard = nullptr;
     }
     if (guard != nullptr && !PyCallable_Check(guard)) {
-        PyErr_Format(PyExc_TypeError, "coextra: guard must be callable or None, not '%.200s'",
+        PyErr_Format(PyExc_TypeError, "coextra: guard must be callable or None, not %.200s",
                      Py_TYPE(guard)->tp_name);
         return nullptr;
     }

@@ -139,7 +139,7 @@ PyObject *hook(PyThreadState *tstate, compat::EvalFrame *frame, int throwflag) {
 
 int evalframe_enable(PyObject *callback, bool trace) {
     if (!PyCallable_Check(callback)) {
-        PyErr_Format(PyExc_TypeError, "evalframe.enable: callback must be callable, not '%.200s'",
+        PyErr_Format(PyExc_TypeError, "coextra: evalframe.enable(): callback must be callable, not %.200s",
                      Py_TYPE(callback)->tp_name);
         return -1;
     }

@@ -257,7 +257,7 @@ static PyObject *holder_py_add(PyObject *op, PyObject *const *args, Py_ssize_t n
                                PyObject *kwnames) {
     static const char *const names[] = {"product", "guard"};
     PyObject *values[2] = {nullptr, Py_None};
-    if (!parse_fastcall_args("add", names, 2, args, nargs, kwnames, values)) {
+    if (!parse_fastcall_args("Holder.add", names, 2, args, nargs, kwnames, values)) {
         return nullptr;
     }
     return reinterpret_cast<PyObject *>(
@@ -300,12 +300,12 @@ static PyObject *holder_py_remove(PyObject *op, PyObject *const *args, Py_ssize_
                                   PyObject *kwnames) {
     static const char *const names[] = {"entry"};
     PyObject *entry = nullptr;
-    if (!parse_fastcall_args("remove", names, 1, args, nargs, kwnames, &entry)) {
+    if (!parse_fastcall_args("Holder.remove", names, 1, args, nargs, kwnames, &entry)) {
         return nullptr;
     }
     if (!entry_check(entry) ||
         !holder_remove(reinterpret_cast<Holder *>(op), reinterpret_cast<Entry *>(entry))) {
-        PyErr_SetString(PyExc_ValueError, "Holder.remove(entry): entry is not in this holder");
+        PyErr_SetString(PyExc_ValueError, "coextra: Holder.remove(): the entry is not in this holder");
         return nullptr;
     }
     Py_RETURN_NONE;
@@ -332,24 +332,14 @@ static PyObject *holder_get_max_entries(PyObject *op, void *) {
 
 static int holder_set_max_entries_py(PyObject *op, PyObject *value, void *) {
     if (value == nullptr) {
-        PyErr_SetString(PyExc_AttributeError, "max_entries cannot be deleted (set it to None)");
+        PyErr_SetString(PyExc_AttributeError, "coextra: max_entries cannot be deleted (set it to None for no bound)");
         return -1;
     }
     uint32_t bound = 0;
     if (value != Py_None) {
-        if (!PyLong_Check(value) || PyBool_Check(value)) {
-            PyErr_Format(PyExc_TypeError, "max_entries must be None or an int >= 1, not '%.200s'",
-                         Py_TYPE(value)->tp_name);
-            return -1;
-        }
-        int overflow = 0;
-        long long requested = PyLong_AsLongLongAndOverflow(value, &overflow);
-        if (requested == -1 && PyErr_Occurred()) {
-            return -1;
-        }
-        if (overflow != 0 || requested < 1 ||
-            requested > static_cast<long long>(std::numeric_limits<uint32_t>::max())) {
-            PyErr_SetString(PyExc_ValueError, "max_entries must be None or an int from 1 to 2**32-1");
+        long long requested = 0;
+        if (!int_argument(value, "max_entries", 1, std::numeric_limits<uint32_t>::max(), &requested,
+                          /*or_none=*/true)) {
             return -1;
         }
         bound = static_cast<uint32_t>(requested);
@@ -380,17 +370,17 @@ static PyObject *holder_repr(PyObject *op) {
 }
 
 static PyMethodDef holder_methods[] = {
-    {"add", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(holder_py_add)),
+    {"add", as_method(holder_py_add),
      METH_FASTCALL | METH_KEYWORDS,
      "add($self, /, product, guard=None)\n--\n\n"
      "add(product, guard=None) -> Entry\n\nInsert a new entry at the front; evict beyond "
      "max_entries."},
-    {"lookup", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(holder_py_lookup)),
+    {"lookup", as_method(holder_py_lookup),
      METH_FASTCALL | METH_KEYWORDS,
      "lookup($self, /, *args, **kwargs)\n--\n\n"
      "lookup(*args, **kwargs) -> Entry | None\n\nThe first entry whose guard returns true for "
      "these arguments (an entry without a guard always matches); the hit moves to the front."},
-    {"remove", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(holder_py_remove)),
+    {"remove", as_method(holder_py_remove),
      METH_FASTCALL | METH_KEYWORDS,
      "remove($self, /, entry)\n--\n\n"
      "remove(entry)\n\nRemove entry; ValueError if it is not in this holder."},

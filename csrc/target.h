@@ -19,7 +19,7 @@ inline PyObject *code_of(PyObject *obj) {
     }
     PyErr_Format(PyExc_TypeError,
                  "coextra: expected a code object, a Python function or a bound method, "
-                 "not '%.200s'",
+                 "not %.200s",
                  Py_TYPE(obj)->tp_name);
     return nullptr;
 }

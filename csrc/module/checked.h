@@ -7,6 +7,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <new>
 #include <type_traits>
 
 namespace coextra_bindings {
@@ -29,6 +30,20 @@ T checked(T result) {
 template <typename Py>
 Py steal_checked(PyObject *new_reference) {
     return pybind11::reinterpret_steal<Py>(checked(new_reference));
+}
+
+// Runs `body` (which returns a pybind11 object) for a raw CPython function:
+// a new reference, or NULL with the Python exception that body threw.
+template <typename Body>
+PyObject *new_reference_or_null(Body &&body) {
+    try {
+        return body().release().ptr();
+    } catch (pybind11::error_already_set &error) {
+        error.restore();
+    } catch (const std::bad_alloc &) {
+        PyErr_NoMemory();
+    }
+    return nullptr;
 }
 
 }  // namespace coextra_bindings

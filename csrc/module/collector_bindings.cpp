@@ -10,48 +10,107 @@
 #include "../collector.h"
 #include "../ephemeron_map.h"
 #include "../explain.h"
+#include "../fastcall_args.h"
 #include "../target.h"
 #include "checked.h"
 
 namespace py = pybind11;
 using namespace coextra::detail;
 using coextra_bindings::checked;
-using coextra_bindings::steal_checked;
 
 namespace {
 
-void set_auto_collect(py::handle enabled) {
-    checked(auto_collect_set(checked(PyObject_IsTrue(enabled.ptr())) != 0));
+// Raw CPython functions, as in module.cpp (one error style for a bad call).
+
+PyObject *py_collect(PyObject *, PyObject *) {
+    Py_ssize_t found = collector_collect_all();
+    return found < 0 ? nullptr : PyLong_FromSsize_t(found);
 }
 
-void set_budget(py::handle nodes) {
-    if (!PyLong_Check(nodes.ptr()) || PyBool_Check(nodes.ptr())) {
-        throw py::type_error(std::string("coextra.set_budget: nodes must be an int, not '") +
-                             Py_TYPE(nodes.ptr())->tp_name + "'");
+PyObject *py_set_auto_collect(PyObject *, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames) {
+    static const char *const names[] = {"enabled"};
+    PyObject *value = nullptr;
+    if (!parse_fastcall_args("set_auto_collect", names, 1, args, nargs, kwnames, &value)) {
+        return nullptr;
     }
-    int overflow = 0;
-    long long value = PyLong_AsLongLongAndOverflow(nodes.ptr(), &overflow);
-    if (value == -1 && PyErr_Occurred()) {
-        throw py::error_already_set();  // -1 is also a value: PyErr_Occurred() tells
+    int enabled = PyObject_IsTrue(value);
+    if (enabled < 0 || auto_collect_set(enabled != 0) < 0) {
+        return nullptr;
     }
-    if (overflow != 0) {
-        value = overflow < 0 ? 0 : static_cast<long long>(kMaxBudget) + 1;
-    }
-    checked(collector_set_budget(static_cast<Py_ssize_t>(value)));
+    Py_RETURN_NONE;
 }
 
-py::list explain(py::handle obj, py::handle map) {
-    if (!map.is_none()) {
-        if (!Py_IS_TYPE(map.ptr(), &EphemeronMapType)) {
-            throw py::type_error(std::string("coextra.explain: map must be an EphemeronMap, not '") +
-                                 Py_TYPE(map.ptr())->tp_name + "'");
+PyObject *py_get_auto_collect(PyObject *, PyObject *) {
+    int enabled = auto_collect_get();
+    return enabled < 0 ? nullptr : PyBool_FromLong(enabled);
+}
+
+PyObject *py_set_budget(PyObject *, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    static const char *const names[] = {"nodes"};
+    PyObject *value = nullptr;
+    long long nodes = 0;
+    if (!parse_fastcall_args("set_budget", names, 1, args, nargs, kwnames, &value) ||
+        !int_argument(value, "set_budget(): nodes", 1, kMaxBudget, &nodes) ||
+        collector_set_budget(static_cast<Py_ssize_t>(nodes)) < 0) {
+        return nullptr;
+    }
+    Py_RETURN_NONE;
+}
+
+PyObject *py_get_budget(PyObject *, PyObject *) { return PyLong_FromSsize_t(collector_budget()); }
+
+PyObject *py_explain(PyObject *, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    static const char *const names[] = {"obj", "map"};
+    PyObject *values[2] = {nullptr, Py_None};
+    if (!parse_fastcall_args("explain", names, 2, args, nargs, kwnames, values)) {
+        return nullptr;
+    }
+    PyObject *map = values[1];
+    if (map != Py_None) {
+        if (!Py_IS_TYPE(map, &EphemeronMapType)) {
+            PyErr_Format(PyExc_TypeError,
+                         "coextra: explain(): map must be None or an EphemeronMap, not %.200s",
+                         Py_TYPE(map)->tp_name);
+            return nullptr;
         }
-        return steal_checked<py::list>(
-            explain_entry_paths(obj.ptr(), reinterpret_cast<EphemeronMap *>(map.ptr()), collector_budget()));
+        return explain_entry_paths(values[0], reinterpret_cast<EphemeronMap *>(map),
+                                   collector_budget());
     }
-    CodeRef code(obj.ptr());  // explain_paths allocates: hold the code (target.h)
-    return steal_checked<py::list>(explain_paths(checked(code.get()), collector_budget()));
+    CodeRef code(values[0]);  // explain_paths allocates: hold the code (target.h)
+    return code.get() == nullptr ? nullptr : explain_paths(code.get(), collector_budget());
 }
+
+PyMethodDef functions[] = {
+    {"collect", py_collect, METH_NOARGS,
+     "collect($module, /)\n--\n\ncollect() -> int\n\n"
+     "Run the cycle collector over every holder and EphemeronMap entry now; returns\n"
+     "how many holders it detached because their code object was reachable only\n"
+     "through its own cache, plus how many map entries it removed because their key\n"
+     "was reachable only through such values. Returns 0 at once when called while a\n"
+     "collection runs."},
+    {"set_auto_collect", as_method(py_set_auto_collect), METH_FASTCALL | METH_KEYWORDS,
+     "set_auto_collect($module, /, enabled)\n--\n\nset_auto_collect(enabled)\n\n"
+     "Add (True) or remove (False) coextra's automatic collection in gc.callbacks.\n"
+     "On by default."},
+    {"get_auto_collect", py_get_auto_collect, METH_NOARGS,
+     "get_auto_collect($module, /)\n--\n\nget_auto_collect() -> bool\n\n"
+     "Whether automatic collection is in gc.callbacks."},
+    {"set_budget", as_method(py_set_budget), METH_FASTCALL | METH_KEYWORDS,
+     "set_budget($module, /, nodes)\n--\n\nset_budget(nodes)\n\n"
+     "The most objects one collection explores, an int from 1 to 2**31-1. Objects\n"
+     "past the budget are treated as live: a smaller budget only makes collection\n"
+     "more conservative."},
+    {"get_budget", py_get_budget, METH_NOARGS,
+     "get_budget($module, /)\n--\n\nget_budget() -> int\n\nThe collector's node budget."},
+    {"explain", as_method(py_explain), METH_FASTCALL | METH_KEYWORDS,
+     "explain($module, /, obj, map=None)\n--\n\nexplain(obj, map=None) -> list[list]\n\n"
+     "The reference paths from the holder of obj's code back to that code, each\n"
+     "[holder, entry, product, ..., code], shortest first; [] when there is none\n"
+     "within the budget. With an EphemeronMap: the paths from the entry of the key\n"
+     "obj back to obj, each [entry, value, ..., obj]."},
+    {nullptr, nullptr, 0, nullptr},
+};
 
 }  // namespace
 
@@ -80,26 +139,4 @@ void add_collector_stats(py::dict &out) {
     }
 }
 
-void bind_collector(py::module_ &m) {
-    m.def("collect", [] { return checked(collector_collect_all()); },
-          "collect() -> int\n\nRun the cycle collector over every holder and EphemeronMap entry\n"
-          "now; returns how many holders it detached because their code object was\n"
-          "reachable only through its own cache, plus how many map entries it removed\n"
-          "because their key was reachable only through such values. Returns 0 at\n"
-          "once when called while a collection runs.");
-    m.def("set_auto_collect", &set_auto_collect, py::arg("enabled"),
-          "set_auto_collect(enabled)\n\nAdd (True) or remove (False) coextra's automatic "
-          "collection\nin gc.callbacks. On by default.");
-    m.def("get_auto_collect", [] { return checked(auto_collect_get()) != 0; },
-          "get_auto_collect() -> bool\n\nWhether automatic collection is in gc.callbacks.");
-    m.def("set_budget", &set_budget, py::arg("nodes"),
-          "set_budget(nodes)\n\nThe most nodes one collection explores (an int >= 1). Nodes past\n"
-          "the budget are treated as live: a smaller budget only makes collection\n"
-          "more conservative.");
-    m.def("get_budget", &collector_budget, "get_budget() -> int\n\nThe collector's node budget.");
-    m.def("explain", &explain, py::arg("obj"), py::arg("map") = py::none(),
-          "explain(obj, map=None) -> list[list]\n\nThe reference paths from the holder of obj's code back to\n"
-          "that code, each [holder, entry, product, ..., code], shortest first; [] when\n"
-          "there is none within the budget. With an EphemeronMap: the paths from the\n"
-          "entry of the key obj back to obj, each [entry, value, ..., obj].");
-}
+void bind_collector(py::module_ &m) { checked(PyModule_AddFunctions(m.ptr(), functions)); }

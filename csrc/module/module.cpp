@@ -1,9 +1,7 @@
 // module.cpp -- coextra._coextra: the Python API over the C++ core.
 //
-// pybind11 builds the module and the functions that are not on a hot path.
-// holder() is a raw METH_FASTCALL function instead: it is what a Python backend
-// calls on every frame, and pybind11's generic dispatch would cost more than the
-// lookup itself (see bench/bench_lookup.py).
+// pybind11 builds the module; its functions are raw CPython functions (see
+// below) over the core.
 #include <pybind11/pybind11.h>
 
 #include "../ephemeron_map.h"
@@ -17,7 +15,7 @@
 namespace py = pybind11;
 using namespace coextra::detail;
 using coextra_bindings::checked;
-using coextra_bindings::steal_checked;
+using coextra_bindings::new_reference_or_null;
 
 void bind_capi(py::module_ &m);  // capi_bindings.cpp: the C API capsule and evalframe
 // The cycle collector's bindings (collector_bindings.cpp).
@@ -25,6 +23,12 @@ void bind_collector(py::module_ &m);
 void add_collector_stats(py::dict &out);
 
 namespace {
+
+// The functions below are raw METH_FASTCALL functions rather than pybind11
+// ones: holder() is what a Python backend calls on every frame, where
+// pybind11's generic dispatch would cost more than the lookup itself (see
+// bench/bench_lookup.py), and all of them report a bad call in the one style
+// of fastcall_args.h instead of pybind11's list of overloads.
 
 // holder(obj, create=False) -> Holder | None
 PyObject *py_holder(PyObject *, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
@@ -57,31 +61,50 @@ PyObject *py_holder(PyObject *, PyObject *const *args, Py_ssize_t nargs, PyObjec
     return Py_NewRef(h ? reinterpret_cast<PyObject *>(h) : Py_None);
 }
 
-PyMethodDef raw_functions[] = {
-    {"holder", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_holder)),
-     METH_FASTCALL | METH_KEYWORDS,
-     "holder($module, /, obj, create=False)\n--\n\n"
-     "holder(obj, create=False) -> Holder | None\n\n"
-     "The holder of obj's code object (obj: a code object, a Python function or a bound\n"
-     "method). With create=True, make and attach one if it is missing."},
-    {nullptr, nullptr, 0, nullptr},
-};
-
-py::object attach(py::handle obj, py::handle product, py::handle guard) {
-    CodeRef code(obj.ptr());
-    Holder *borrowed = checked(registry_ensure(checked(code.get())));
+// attach(obj, product, guard=None) -> Entry
+PyObject *py_attach(PyObject *, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    static const char *const names[] = {"obj", "product", "guard"};
+    PyObject *values[3] = {nullptr, nullptr, Py_None};
+    if (!parse_fastcall_args("attach", names, 3, args, nargs, kwnames, values)) {
+        return nullptr;
+    }
+    CodeRef code(values[0]);
+    if (code.get() == nullptr) {
+        return nullptr;
+    }
+    Holder *borrowed = registry_ensure(code.get());
+    if (borrowed == nullptr) {
+        return nullptr;
+    }
     // Our own reference: allocating the entry may run a GC pass (3.10/3.11)
     // whose callbacks detach this holder, dropping the registry's reference.
-    auto holder = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject *>(borrowed));
-    Entry *entry = checked(holder_add(borrowed, product.ptr(), guard.ptr()));
-    return py::reinterpret_steal<py::object>(reinterpret_cast<PyObject *>(entry));
+    PyObject *holder = Py_NewRef(reinterpret_cast<PyObject *>(borrowed));
+    Entry *entry = holder_add(borrowed, values[1], values[2]);
+    Py_DECREF(holder);
+    return reinterpret_cast<PyObject *>(entry);
 }
 
-bool detach(py::handle obj) {
-    CodeRef code(obj.ptr());
-    Holder *h = registry_holder_of(checked(code.get()));
-    return h != nullptr && registry_detach(h) == 1;
+// detach(obj) -> bool
+PyObject *py_detach(PyObject *, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    static const char *const names[] = {"obj"};
+    PyObject *obj = nullptr;
+    if (!parse_fastcall_args("detach", names, 1, args, nargs, kwnames, &obj)) {
+        return nullptr;
+    }
+    CodeRef code(obj);
+    if (code.get() == nullptr) {
+        return nullptr;
+    }
+    Holder *h = registry_holder_of(code.get());
+    return PyBool_FromLong(h != nullptr && registry_detach(h) == 1);
 }
+
+PyObject *py_reset(PyObject *, PyObject *) {
+    Py_ssize_t detached = registry_reset();
+    return detached < 0 ? nullptr : PyLong_FromSsize_t(detached);
+}
+
+PyObject *py_holders(PyObject *, PyObject *) { return registry_holders(); }
 
 py::dict stats() {
     Registry *r = checked(registry_get());
@@ -100,28 +123,43 @@ py::dict stats() {
     return out;
 }
 
+PyObject *py_stats(PyObject *, PyObject *) { return new_reference_or_null(stats); }
+
+PyMethodDef functions[] = {
+    {"holder", as_method(py_holder), METH_FASTCALL | METH_KEYWORDS,
+     "holder($module, /, obj, create=False)\n--\n\n"
+     "holder(obj, create=False) -> Holder | None\n\n"
+     "The holder of obj's code object (obj: a code object, a Python function or a bound\n"
+     "method). With create=True, make and attach one if it is missing."},
+    {"attach", as_method(py_attach), METH_FASTCALL | METH_KEYWORDS,
+     "attach($module, /, obj, product, guard=None)\n--\n\n"
+     "attach(obj, product, guard=None) -> Entry\n\n"
+     "Same as holder(obj, create=True).add(product, guard)."},
+    {"detach", as_method(py_detach), METH_FASTCALL | METH_KEYWORDS,
+     "detach($module, /, obj)\n--\n\n"
+     "detach(obj) -> bool\n\nDetach the holder of obj's code; True if there was one."},
+    {"reset", py_reset, METH_NOARGS,
+     "reset($module, /)\n--\n\nreset() -> int\n\nDetach every holder; returns how many."},
+    {"holders", py_holders, METH_NOARGS,
+     "holders($module, /)\n--\n\nholders() -> list[Holder]\n\nEvery attached holder."},
+    {"stats", py_stats, METH_NOARGS,
+     "stats($module, /)\n--\n\nstats() -> dict\n\nCounters of the registry, the collector "
+     "and the ephemeron maps\n(README.md lists every key)."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
 }  // namespace
 
 // The pybind11 module is built under an internal name; PyInit__coextra below is
 // the real entry point.
 PYBIND11_MODULE(_coextra_pybind11, m) {
     m.doc() = "coextra: GC-safe per-code-object caches for frame-evaluation backends.";
-    m.attr("_registry") = steal_checked<py::object>(internals_start());
+    m.attr("_registry") = coextra_bindings::steal_checked<py::object>(internals_start());
     m.attr("Holder") = py::handle(reinterpret_cast<PyObject *>(&HolderType));
     m.attr("Entry") = py::handle(reinterpret_cast<PyObject *>(&EntryType));
     m.attr("EphemeronMap") = py::handle(reinterpret_cast<PyObject *>(&EphemeronMapType));
-    checked(PyModule_AddFunctions(m.ptr(), raw_functions));
-    m.def("attach", &attach, py::arg("obj"), py::arg("product"), py::arg("guard") = py::none(),
-          "attach(obj, product, guard=None) -> Entry\n\n"
-          "Same as holder(obj, create=True).add(product, guard).");
-    m.def("detach", &detach, py::arg("obj"),
-          "detach(obj) -> bool\n\nDetach the holder of obj's code; True if there was one.");
-    m.def("reset", [] { return checked(registry_reset()); }, "reset() -> int\n\nDetach every holder; returns how many.");
-    m.def("holders", [] { return steal_checked<py::list>(registry_holders()); }, "holders() -> list[Holder]\n\nEvery attached holder.");
+    checked(PyModule_AddFunctions(m.ptr(), functions));
     bind_collector(m);
-    m.def("stats", &stats,
-          "stats() -> dict\n\nCounts: holders and entries attached now, attached_total and\n"
-          "detached_total ever, holders_alive and entries_alive (including detached).");
     bind_capi(m);
 }
 

@@ -410,7 +410,7 @@ def test_explain_is_empty_without_an_entry_or_a_path():
 
 
 def test_explain_rejects_a_map_that_is_not_an_ephemeron_map():
-    with pytest.raises(TypeError, match="must be an EphemeronMap"):
+    with pytest.raises(TypeError, match="map must be None or an EphemeronMap, not dict"):
         coextra.explain(Key(), {})
 
 

@@ -341,11 +341,19 @@ def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
     parser.add_argument("--worker", choices=sorted(_workload.STORES), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.functions < 1 or args.waves < 1 or args.waves > args.functions:
-        parser.error("need 1 <= --waves <= -n/--functions")
-    args.store_list = [s.strip() for s in args.stores.split(",") if s.strip()]
-    unknown = [s for s in args.store_list if s not in _workload.STORES]
-    if unknown or not args.store_list:
-        parser.error(f"unknown store(s) {unknown}; choose from {', '.join(_workload.STORES)}")
+        parser.error(f"need 1 <= --waves <= -n/--functions, not --waves {args.waves} "
+                     f"and -n {args.functions}")
+    if args.payload < 0:
+        parser.error(f"--payload must be a number of bytes >= 0, not {args.payload}")
+    # A store by its name or by the label the results table prints, in any case.
+    names = {key.lower(): name for name, store in _workload.STORES.items()
+             for key in (name, store.label)}
+    given = [s.strip() for s in args.stores.split(",") if s.strip()]
+    unknown = [s for s in given if s.lower() not in names]
+    if unknown or not given:
+        choices = ", ".join(f"{name} ({store.label})" for name, store in _workload.STORES.items())
+        parser.error(f"unknown store(s) {', '.join(unknown) or repr(args.stores)}; choose from {choices}")
+    args.store_list = list(dict.fromkeys(names[s.lower()] for s in given))
     return args
 
 
