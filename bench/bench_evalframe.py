@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "python", "_ext"
 import _capi_bench as bench  # noqa: E402
 
 import coextra  # noqa: E402
-from coextra import _coextra, evalframe  # noqa: E402
+from coextra import evalframe  # noqa: E402
 
 
 def fib(n):
@@ -75,15 +75,15 @@ def main() -> int:
 
     compile_all = lambda code: ("compiled", code)  # noqa: E731
     # Warm up (c): every frame of fib must be a hit.
-    time_fib(n, lambda: _coextra._evalframe_enable(compile_all), _coextra._evalframe_disable)
+    time_fib(n, lambda: evalframe.enable(compile_all), evalframe.disable)
     assert coextra.holder(fib) is not None
     evalframe.reset_stats()
 
     variants = {
         "(a) no hook": (nothing, nothing),
         "(b) raw co_extra hook": (bench.raw_hook_enable, bench.raw_hook_disable),
-        "(c) coextra.evalframe, all hits": (lambda: _coextra._evalframe_enable(compile_all),
-                                            _coextra._evalframe_disable),
+        "(c) coextra.evalframe, all hits": (lambda: evalframe.enable(compile_all),
+                                            evalframe.disable),
     }
     fib_times: dict[str, list[float]] = {name: [] for name in variants}
     code = fib.__code__

@@ -1265,13 +1265,13 @@ def nothing() -> None:
 
 
 def enable_c() -> None:
-    _coextra._evalframe_enable(compile_all)
+    evalframe.enable(compile_all)
 
 
 SWITCHES: dict[str, tuple[Callable[[], None], Callable[[], None]]] = {
     "a": (nothing, nothing),
     "b": (bench.raw_hook_enable, bench.raw_hook_disable),
-    "c": (enable_c, _coextra._evalframe_disable),
+    "c": (enable_c, evalframe.disable),
 }
 
 

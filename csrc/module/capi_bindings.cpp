@@ -1,19 +1,76 @@
 // capi_bindings.cpp -- module glue for the C API capsule and the evalframe
-// backend (python/coextra/evalframe.py is the public face of the latter).
+// backend: the functions of coextra.evalframe (python/coextra/evalframe.py
+// re-exports them) live here, in the submodule coextra._coextra._evalframe.
+//
+// They are all C functions on purpose. A backend's callback runs for every
+// code object that starts a frame, so any Python frame of coextra's own, say
+// an enabled() context manager written as a generator or a disable() written
+// in Python, would call the callback itself: a callback that raises would
+// then keep the backend from ever being switched off. C functions start no
+// frame, so leaving a `with enabled(...)` block or calling disable() in a
+// `finally` always restores the previous evaluator, whatever the callback does.
 #include <pybind11/pybind11.h>
 
 #include "../capi.h"
 #include "../evalframe.h"
+#include "../fastcall_args.h"
 #include "checked.h"
 
 namespace py = pybind11;
 using namespace coextra::detail;
 using coextra_bindings::checked;
+using coextra_bindings::new_reference_or_null;
 using coextra_bindings::steal_checked;
 
 namespace {
 
-py::dict evalframe_stats_dict() {
+// Parses (callback, *, trace=False) for enable() and enabled().
+bool parse_enable_args(const char *function, PyObject *const *args, Py_ssize_t nargs,
+                       PyObject *kwnames, PyObject **callback, bool *trace) {
+    static const char *const names[] = {"callback", "trace"};
+    PyObject *values[2] = {nullptr, Py_False};
+    if (nargs > 1) {
+        PyErr_Format(PyExc_TypeError,
+                     "coextra: %s() takes 1 positional argument (%zd given); trace is keyword-only",
+                     function, nargs);
+        return false;
+    }
+    if (!parse_fastcall_args(function, names, 2, args, nargs, kwnames, values)) {
+        return false;
+    }
+    char what[64];
+    PyOS_snprintf(what, sizeof what, "%s(): trace", function);
+    *callback = values[0];
+    return bool_argument(values[1], what, trace);
+}
+
+PyObject *py_enable(PyObject *, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    PyObject *callback = nullptr;
+    bool trace = false;
+    if (!parse_enable_args("evalframe.enable", args, nargs, kwnames, &callback, &trace) ||
+        evalframe_enable(callback, trace) < 0) {
+        return nullptr;
+    }
+    Py_RETURN_NONE;
+}
+
+PyObject *py_disable(PyObject *, PyObject *) {
+    evalframe_disable();
+    Py_RETURN_NONE;
+}
+
+PyObject *py_is_enabled(PyObject *, PyObject *) { return PyBool_FromLong(evalframe_is_enabled()); }
+
+PyObject *py_traces_callback(PyObject *, PyObject *) {
+    return PyBool_FromLong(evalframe_traces_callback());
+}
+
+PyObject *py_callback(PyObject *, PyObject *) {
+    PyObject *callback = evalframe_callback();
+    return Py_NewRef(callback ? callback : Py_None);
+}
+
+py::dict stats_dict() {
     EvalFrameStats s = evalframe_stats();
     py::dict out;
     out["frames"] = s.frames;
@@ -24,24 +81,108 @@ py::dict evalframe_stats_dict() {
     return out;
 }
 
+PyObject *py_stats(PyObject *, PyObject *) { return new_reference_or_null(stats_dict); }
+
+PyObject *py_reset_stats(PyObject *, PyObject *) {
+    evalframe_reset_stats();
+    Py_RETURN_NONE;
+}
+
+// What `with enabled(callback, trace=...)` restores on leaving: the backend's
+// callback and trace option from before the block, or the backend off.
+// Owns a reference to both callbacks until the block ends.
+class EnabledScope {
+public:
+    EnabledScope(py::object callback, bool trace) : callback_(std::move(callback)), trace_(trace) {}
+
+    void enter() {
+        outer_ = py::reinterpret_borrow<py::object>(evalframe_callback());
+        outer_trace_ = evalframe_traces_callback();
+        checked(evalframe_enable(callback_.ptr(), trace_));
+    }
+
+    void exit() {
+        if (!outer_) {
+            evalframe_disable();
+        } else {
+            checked(evalframe_enable(outer_.ptr(), outer_trace_));
+        }
+    }
+
+private:
+    py::object callback_;
+    bool trace_;
+    py::object outer_;  // empty: the backend was off before the block
+    bool outer_trace_ = false;
+};
+
+PyObject *py_enabled(PyObject *, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    PyObject *callback = nullptr;
+    bool trace = false;
+    if (!parse_enable_args("evalframe.enabled", args, nargs, kwnames, &callback, &trace)) {
+        return nullptr;
+    }
+    if (!PyCallable_Check(callback)) {
+        PyErr_Format(PyExc_TypeError,
+                     "coextra: evalframe.enabled(): callback must be callable, not %.200s",
+                     Py_TYPE(callback)->tp_name);
+        return nullptr;
+    }
+    return new_reference_or_null([&] {
+        return py::cast(EnabledScope(py::reinterpret_borrow<py::object>(callback), trace));
+    });
+}
+
+PyMethodDef evalframe_functions[] = {
+    {"enable", as_method(py_enable), METH_FASTCALL | METH_KEYWORDS,
+     "enable($module, /, callback, *, trace=False)\n--\n\n"
+     "Turn the backend on with callback (called as callback(code) for every code\n"
+     "object that starts a frame without an entry; a result other than None is\n"
+     "stored as an entry). Installs the backend's hook over the interpreter's\n"
+     "current evaluator whenever it is not the current one; when it is, only the\n"
+     "callback changes. trace=True lets sys.settrace, sys.setprofile and\n"
+     "sys.monitoring see the callback's own frames (for debugging a backend)."},
+    {"disable", py_disable, METH_NOARGS,
+     "disable($module, /)\n--\n\n"
+     "Switch the backend off and put back the evaluator it runs frames with. An\n"
+     "evaluator installed on top of the backend since is left in place. Does\n"
+     "nothing when the backend is off."},
+    {"enabled", as_method(py_enabled), METH_FASTCALL | METH_KEYWORDS,
+     "enabled($module, /, callback, *, trace=False)\n--\n\n"
+     "A context manager: the backend is on with callback inside the with block;\n"
+     "leaving the block (by an exception too) restores the callback and trace\n"
+     "option from before it, or switches the backend off."},
+    {"is_enabled", py_is_enabled, METH_NOARGS,
+     "is_enabled($module, /)\n--\n\n"
+     "Whether the backend is on and its hook is the interpreter's evaluator."},
+    {"traces_callback", py_traces_callback, METH_NOARGS,
+     "traces_callback($module, /)\n--\n\n"
+     "Whether the callback runs with tracing and profiling on (trace=True)."},
+    {"callback", py_callback, METH_NOARGS,
+     "callback($module, /)\n--\n\nThe current callback, or None when the backend is off."},
+    {"stats", py_stats, METH_NOARGS,
+     "stats($module, /)\n--\n\n"
+     "Counters since import or the last reset_stats(): frames (looked up), hits (whose\n"
+     "code had an entry), compiles (callback calls), stored (results not None),\n"
+     "passthrough (frames run untouched: during a compile, after disable under\n"
+     "another evaluator, or resumed to throw an exception)."},
+    {"reset_stats", py_reset_stats, METH_NOARGS,
+     "reset_stats($module, /)\n--\n\nSet every counter of stats() to zero."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
 }  // namespace
 
 void bind_capi(py::module_ &m) {
     m.attr("_C_API") = steal_checked<py::object>(capi_capsule());
 
-    m.def(
-        "_evalframe_enable",
-        [](py::handle callback, bool trace) {
-            checked(evalframe_enable(callback.ptr(), trace));
-        },
-        py::arg("callback"), py::kw_only(), py::arg("trace") = false);
-    m.def("_evalframe_disable", &evalframe_disable);
-    m.def("_evalframe_is_enabled", &evalframe_is_enabled);
-    m.def("_evalframe_callback", []() -> py::object {
-        PyObject *callback = evalframe_callback();
-        return py::reinterpret_borrow<py::object>(callback ? callback : Py_None);
-    });
-    m.def("_evalframe_traces_callback", &evalframe_traces_callback);
-    m.def("_evalframe_stats", &evalframe_stats_dict);
-    m.def("_evalframe_reset_stats", &evalframe_reset_stats);
+    py::module_ evalframe = m.def_submodule("_evalframe", "coextra.evalframe's functions.");
+    py::class_<EnabledScope>(evalframe, "EnabledScope",
+                             "What evalframe.enabled() returns: a context manager.")
+        .def("__enter__", [](EnabledScope &scope) { scope.enter(); })
+        .def("__exit__", [](EnabledScope &scope, const py::args &) {
+            scope.exit();
+            return false;  // an exception from the block propagates
+        });
+    checked(PyModule_AddFunctions(evalframe.ptr(), evalframe_functions));
 }

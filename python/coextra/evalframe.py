@@ -16,96 +16,26 @@ specialization, less recursion depth, ...) is listed in the README's
     with evalframe.enabled(lambda code: ("compiled", code.co_name)):
         run_the_program()
     print(evalframe.stats())   # {'frames': ..., 'hits': ..., 'compiles': ..., ...}
+
+Every function here is implemented in C (``coextra._coextra._evalframe``): a
+function written in Python would start a frame, and with it a call of the
+callback, so a callback that raises could keep the backend from being switched
+off. Signatures and types: evalframe.pyi.
 """
 
-from __future__ import annotations
+from ._coextra import _evalframe
 
-import contextlib
-from types import CodeType
-from typing import Any, Callable, Iterator, Optional
+enable = _evalframe.enable
+disable = _evalframe.disable
+enabled = _evalframe.enabled
+is_enabled = _evalframe.is_enabled
+traces_callback = _evalframe.traces_callback
+callback = _evalframe.callback
+stats = _evalframe.stats
+reset_stats = _evalframe.reset_stats
+EnabledScope = _evalframe.EnabledScope
 
-from . import _coextra
-
-Callback = Callable[[CodeType], Any]
-
-
-def enable(callback: Callback, *, trace: bool = False) -> None:
-    """Turn the backend on with ``callback``.
-
-    The backend's hook is installed over the interpreter's current evaluator
-    whenever it is not the current one (another PEP 523 user may have replaced
-    or unhooked it since); when it is, only the callback changes. ``trace=True``
-    lets ``sys.settrace``, ``sys.setprofile`` and ``sys.monitoring`` see the
-    callback's own frames (for debugging a backend); by default they do not.
-    """
-    _coextra._evalframe_enable(callback, trace=trace)
-
-
-def disable() -> None:
-    """Switch the backend off and put back the evaluator it runs frames with.
-
-    If another PEP 523 evaluator is current (installed on top of the backend
-    since), it is left in place; should it call the backend underneath, frames
-    pass through. A callback running at the time finishes and its result is
-    still stored. Does nothing when the backend is off.
-    """
-    _coextra._evalframe_disable()
-
-
-def is_enabled() -> bool:
-    """Whether the backend is on and its hook is the interpreter's evaluator.
-
-    False once another evaluator has been installed over it or has put back
-    the one it saved; ``enable()`` then installs the hook again.
-    """
-    return _coextra._evalframe_is_enabled()
-
-
-def traces_callback() -> bool:
-    """Whether the callback runs with tracing and profiling on (``trace=True``)."""
-    return _coextra._evalframe_traces_callback()
-
-
-def callback() -> Optional[Callback]:
-    """The current callback, or None when the backend is off."""
-    return _coextra._evalframe_callback()
-
-
-@contextlib.contextmanager
-def enabled(callback: Callback, *, trace: bool = False) -> Iterator[None]:
-    """Enable the backend with ``callback`` for the ``with`` block.
-
-    On exit the state from before the block comes back: the previous callback
-    (and its ``trace`` option) if the backend was already on, otherwise the
-    backend is disabled.
-    """
-    outer = _coextra._evalframe_callback()
-    outer_trace = _coextra._evalframe_traces_callback()
-    enable(callback, trace=trace)
-    try:
-        yield
-    finally:
-        if outer is None:
-            disable()
-        else:
-            enable(outer, trace=outer_trace)
-
-
-def stats() -> dict[str, int]:
-    """Counters since import or the last reset_stats().
-
-    frames: frames looked up; hits: those whose code had an entry; compiles:
-    callback calls; stored: results stored (not None); passthrough: frames run
-    untouched (during a compile, after disable under another evaluator, or
-    resumed to throw an exception).
-    """
-    return _coextra._evalframe_stats()
-
-
-def reset_stats() -> None:
-    """Set every counter of stats() to zero."""
-    _coextra._evalframe_reset_stats()
-
+del _evalframe
 
 __all__ = [
     "enable",

@@ -59,13 +59,12 @@ def automatic_collection_on():
 
 @pytest.fixture
 def evalframe_off_afterwards():
-    """For the evalframe tests: zeroed counters, and the backend off afterwards
-    (switched with the raw function, so that no frame of evalframe.py counts)."""
-    from coextra import _coextra, evalframe
+    """For the evalframe tests: zeroed counters, and the backend off afterwards."""
+    from coextra import evalframe
 
     evalframe.reset_stats()
     yield
-    _coextra._evalframe_disable()
+    evalframe.disable()
     evalframe.reset_stats()
 
 

@@ -16,7 +16,7 @@ import weakref
 import pytest
 
 import coextra
-from coextra import _coextra
+
 
 FLOOR = 2_000
 FRACTION = 0.10
@@ -116,11 +116,11 @@ def test_waves_through_evalframe_stay_bounded():
         return ("compiled", code)
 
     def call_through_backend(f):
-        _coextra._evalframe_enable(compile_step)
+        coextra.evalframe.enable(compile_step)
         try:
             f(1)
         finally:
-            _coextra._evalframe_disable()
+            coextra.evalframe.disable()
 
     (dead, limit), _ = run_waves(10, waves=20, per_wave=1_500, attach=call_through_backend)
     assert dead <= limit

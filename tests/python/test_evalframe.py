@@ -2,9 +2,8 @@
 
 Counts are exact: every frame the hook sees while enabled is looked up (a hit
 when its code has an entry, a compile otherwise), except frames that start
-while a compile is in progress, which pass through. Tests enable and disable
-with the raw functions where exact global counts matter, so that no Python
-frame of the evalframe module itself is counted.
+while a compile is in progress, which pass through. The evalframe functions
+are C functions, so switching the backend on and off counts no frame.
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ import pytest
 
 import coextra
 from capi_ext import load
-from coextra import _coextra, evalframe
+from coextra import evalframe
 from conftest import make_function, subprocess_env
 
 bench = load("_capi_bench")
@@ -59,12 +58,12 @@ def hits(function) -> int:
 
 
 def run_enabled(callback, body):
-    """body() with the backend on, switched with the raw functions (no frames)."""
-    _coextra._evalframe_enable(callback)
+    """body() with the backend on."""
+    evalframe.enable(callback)
     try:
         return body()
     finally:
-        _coextra._evalframe_disable()
+        evalframe.disable()
 
 
 # --- hits and compiles ------------------------------------------------------
@@ -346,7 +345,7 @@ def test_disable_under_a_later_evaluator_leaves_it_in_place_and_passes_through()
         bench.raw_hook_disable()
     evalframe.enable(record)  # the backend is still in the chain: re-enabling reuses it
     f(1)
-    _coextra._evalframe_disable()
+    evalframe.disable()
     assert record.count(f) == 1
 
 
@@ -390,6 +389,42 @@ def test_the_context_manager_restores_the_outer_state():
     with pytest.raises(KeyError):
         with evalframe.enabled(outer):
             raise KeyError
+    assert not evalframe.is_enabled()
+
+
+def always_raising(code):
+    raise RuntimeError(f"backend bug compiling {code.co_name}")
+
+
+def test_leaving_the_with_block_restores_the_evaluator_whatever_the_callback_raises():
+    # The callback raises for every code object, the clean-up's included: the
+    # block's own exit must start no frame that would call it.
+    f = make_function()
+    with pytest.raises(RuntimeError, match="compiling f"):
+        with evalframe.enabled(always_raising):
+            f(1)
+    assert not evalframe.is_enabled() and evalframe.callback() is None
+    assert make_function()(1) == 2  # new frames run without the backend
+
+
+def test_a_raising_inner_block_gives_the_outer_callback_back():
+    outer, f = Recorder(), make_function()
+    with evalframe.enabled(outer):
+        with pytest.raises(RuntimeError):
+            with evalframe.enabled(always_raising):
+                f(1)
+        assert evalframe.callback() is outer and evalframe.is_enabled()
+    assert not evalframe.is_enabled()
+
+
+def test_disable_in_a_finally_clause_runs_whatever_the_callback_raises():
+    f = make_function()
+    with pytest.raises(RuntimeError, match="compiling f"):
+        evalframe.enable(always_raising)
+        try:
+            f(1)
+        finally:
+            evalframe.disable()
     assert not evalframe.is_enabled()
 
 

@@ -17,7 +17,7 @@ import pytest
 
 import coextra
 from capi_ext import load
-from coextra import _coextra, evalframe
+from coextra import evalframe
 from conftest import in_child, make_function
 
 bench = load("_capi_bench")
@@ -175,13 +175,13 @@ def traced_code_names(body, *, trace: bool):
     def compile_step(code):
         return helper_in_the_callback(code)
 
-    _coextra._evalframe_enable(compile_step, trace=trace)
+    evalframe.enable(compile_step, trace=trace)
     sys.settrace(tracer)
     try:
         body(f)
     finally:
         sys.settrace(None)
-        _coextra._evalframe_disable()
+        evalframe.disable()
     return names
 
 
@@ -209,13 +209,13 @@ def test_a_raising_tracer_does_not_fail_the_compile():
             raise RuntimeError("a tracer that fails on the backend's frames")
         return tracer
 
-    _coextra._evalframe_enable(record)
+    evalframe.enable(record)
     sys.settrace(tracer)
     try:
         result = f(1)
     finally:
         sys.settrace(None)
-        _coextra._evalframe_disable()
+        evalframe.disable()
     assert result == 2 and record.count(f) == 1 and coextra.holder(f) is not None
 
 
@@ -227,13 +227,13 @@ def test_profilers_do_not_see_the_callback_frames():
         if event == "call":
             names.append(frame.f_code.co_name)
 
-    _coextra._evalframe_enable(Recorder())
+    evalframe.enable(Recorder())
     sys.setprofile(profiler)
     try:
         f(1)
     finally:
         sys.setprofile(None)
-        _coextra._evalframe_disable()
+        evalframe.disable()
     assert "f" in names and "__call__" not in names
 
 
@@ -247,11 +247,11 @@ def test_sys_monitoring_does_not_see_the_callback_frames():
     try:
         mon.register_callback(tool, mon.events.PY_START, lambda code, offset: names.append(code.co_name))
         mon.set_events(tool, mon.events.PY_START)
-        _coextra._evalframe_enable(Recorder())
+        evalframe.enable(Recorder())
         try:
             f(1)
         finally:
-            _coextra._evalframe_disable()
+            evalframe.disable()
             mon.set_events(tool, 0)
     finally:
         mon.register_callback(tool, mon.events.PY_START, None)
@@ -284,7 +284,7 @@ def test_fork_while_another_thread_is_inside_the_callback():
         return record(code)
 
     thread = threading.Thread(target=lambda: f(1))
-    _coextra._evalframe_enable(slow_callback)
+    evalframe.enable(slow_callback)
     try:
         thread.start()
         assert inside.wait(10)
@@ -297,7 +297,7 @@ def test_fork_while_another_thread_is_inside_the_callback():
     finally:
         release.set()
         thread.join()
-        _coextra._evalframe_disable()
+        evalframe.disable()
     assert status == 0
 
 

@@ -101,14 +101,6 @@ def keyword_calls():
     yield "set_budget", lambda: coextra.set_budget(nodes=coextra.get_budget())
     yield "get_budget", lambda: coextra.get_budget()
     yield "explain", lambda: (coextra.explain(obj=code), coextra.explain(obj=f, map=coextra.EphemeronMap()))
-    yield "_evalframe_enable", lambda: (_coextra._evalframe_enable(callback=lambda c: None, trace=False),
-                                        _coextra._evalframe_disable())
-    yield "_evalframe_disable", lambda: _coextra._evalframe_disable()
-    yield "_evalframe_is_enabled", lambda: _coextra._evalframe_is_enabled()
-    yield "_evalframe_callback", lambda: _coextra._evalframe_callback()
-    yield "_evalframe_traces_callback", lambda: _coextra._evalframe_traces_callback()
-    yield "_evalframe_stats", lambda: _coextra._evalframe_stats()
-    yield "_evalframe_reset_stats", lambda: _coextra._evalframe_reset_stats()
     holder = coextra.holder(code, create=True)
     yield "Holder.add", lambda: holder.add(product="q", guard=None)
     yield "Holder.lookup", lambda: holder.lookup()
@@ -134,6 +126,20 @@ def keyword_calls():
     yield "EphemeronMap.popitem", lambda: (m.__setitem__(f, 4), m.popitem())
     yield "EphemeronMap.__delitem__", lambda: (m.__setitem__(f, 5), m.__delitem__(f))
     yield "EphemeronMap.clear", lambda: m.clear()
+
+
+EVALFRAME_STUB = os.path.join(REPO, "python", "coextra", "evalframe.pyi")
+
+
+def test_the_evalframe_stub_declares_the_runtime_signatures():
+    declared = {node.name: node for node in ast.parse(open(EVALFRAME_STUB).read()).body
+                if isinstance(node, ast.FunctionDef)}
+    assert set(declared) == set(coextra.evalframe.__all__)
+    for name, node in declared.items():
+        runtime = inspect.signature(getattr(coextra.evalframe, name))
+        expected = [(a.arg, "KEYWORD_ONLY" if a in node.args.kwonlyargs else "POSITIONAL_OR_KEYWORD")
+                    for a in node.args.args + node.args.kwonlyargs]
+        assert [(p.name, p.kind.name) for p in runtime.parameters.values()] == expected, name
 
 
 def test_every_stubbed_function_accepts_its_parameters_by_keyword():
