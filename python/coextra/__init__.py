@@ -27,6 +27,7 @@ from ._coextra import (  # noqa: E402  (the check above must run first)
     stats,
 )
 from ._include import get_include  # noqa: E402
+from ._version import __version__  # noqa: E402
 from . import evalframe  # noqa: E402
 
 import collections.abc as _abc  # noqa: E402
@@ -36,7 +37,6 @@ import collections.abc as _abc  # noqa: E402
 _abc.MutableMapping.register(EphemeronMap)
 del _abc
 
-__version__ = "0.1.0"
 
 __all__ = [
     "EphemeronMap",
