@@ -1,7 +1,8 @@
 # coextra's two commands (README.md): `make demo` and `make test`.
-# Each installs what is missing (scripts/bootstrap.sh: Debian packages, one
-# virtual environment per interpreter, nox in each), then runs sessions of
-# noxfile.py: `nox -l` lists them.
+# `make demo` installs coextra into one virtual environment and runs the
+# stress demo (scripts/demo.sh). The others install what is missing
+# (scripts/bootstrap.sh: Debian packages, one virtual environment per
+# interpreter, nox in each), then run sessions of noxfile.py: `nox -l` lists them.
 
 NOX = $$(ls -d .venv/py3.* | sort -V | tail -1)/bin/nox
 
@@ -15,18 +16,20 @@ bootstrap:
 build: bootstrap
 	@$(NOX) -s build
 
+demo:
+	@scripts/demo.sh
+
 # Each runs the noxfile.py sessions tagged with its name:
 #   test         every suite on every interpreter, then the leak harness's quick forms
-#   demo         the stress demo, a plot in demo-output/
 #   bench        every benchmark, a summary in docs/benchmarks.md
 #   leakcheck    the full leak harness (docs/leak-checks.md): valgrind on 3.11 and 3.12,
 #                ASan+UBSan+LSan, refleak hunting on the debug interpreter, planted leaks
 #   conformance  CPython's own regression tests with the coextra.evalframe backend in
 #                every process against a plain run, the large selection on 3.11 and 3.13
 #                (docs/conformance.md)
-test demo bench leakcheck conformance: bootstrap
+test bench leakcheck conformance: bootstrap
 	@$(NOX) -t $@
 
 clean:
-	rm -rf build python/coextra/*.so
+	rm -rf build dist python/coextra/*.so
 	rm -rf tests/python/_ext

@@ -293,12 +293,20 @@ def write_plot(result: dict, path: str) -> bool:
     except ImportError:
         return False
     matplotlib.rcParams["svg.fonttype"] = "none"  # text stays text in an SVG
-    colors = {"naive": "#d62728", "weakkeydict": "#ff7f0e", "coextra": "#2ca02c"}
+    # The naive store and the WeakKeyDictionary keep the same code objects,
+    # so their lines coincide: the naive one is drawn wide and pale, the
+    # other thin and dashed on top of it, and coextra's line at zero sits
+    # above the axis (the limits leave a margin below zero).
+    styles = {
+        "naive": {"color": "#d62728", "linewidth": 7, "alpha": 0.35, "marker": "s", "markersize": 10},
+        "weakkeydict": {"color": "#ff7f0e", "linewidth": 1.5, "linestyle": "--", "marker": "x",
+                        "markersize": 7},
+        "coextra": {"color": "#2ca02c", "linewidth": 2.5, "marker": "o", "markersize": 6},
+    }
     figure, (live, rss) = plt.subplots(1, 2, figsize=(12, 4.5))
     for name, store in result["stores"].items():
         waves = store["waves"]
-        style = {"color": colors.get(name), "linestyle": "--" if name == "weakkeydict" else "-",
-                 "marker": "o", "label": store["label"]}
+        style = {**styles.get(name, {"marker": "o"}), "label": store["label"], "clip_on": False}
         x = [w["wave"] for w in waves]
         live.plot(x, [w["live_code_objects"] for w in waves], **style)
         rss.plot(x, [(w["rss_bytes"] or 0) / 2**20 for w in waves], **style)
@@ -307,7 +315,8 @@ def write_plot(result: dict, path: str) -> bool:
         axes.set_title(title)
         axes.set_xlabel("wave (after dropping its functions)")
         axes.set_ylabel(unit)
-        axes.set_ylim(bottom=0)
+        top = axes.get_ylim()[1]
+        axes.set_ylim(bottom=-0.04 * top, top=top)
         axes.grid(alpha=0.3)
         axes.legend()
     config = result["config"]
