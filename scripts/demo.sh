@@ -32,7 +32,9 @@ if [ ! -x "$venv/bin/python" ]; then
     "$python" -m venv "$venv"
 fi
 log "pip install '.[demo]' (builds the extension)"
-"$venv/bin/python" -m pip install -q --disable-pip-version-check '.[demo]'
+# (without this machine image's warnings about absent local package indexes)
+"$venv/bin/python" -m pip install -q --disable-pip-version-check '.[demo]' \
+    2> >(grep -v "^WARNING: Location" >&2)
 mkdir -p demo-output
 cd demo-output  # not the checkout: import the installed package
 exec ../"$venv"/bin/python -m coextra.stress --plot stress.svg "$@"
