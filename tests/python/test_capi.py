@@ -132,3 +132,33 @@ def test_the_built_package_ships_the_headers_where_get_include_finds_them(tmp_pa
         capture_output=True, text=True, check=True,
     ).stdout.strip()
     assert found == str(package / "include")
+
+
+def test_a_file_that_did_not_import_raises_naming_coextra_import_instead_of_crashing():
+    # _capi_two_files calls coextra_import() in one file and uses the table in
+    # others that share nothing with it (tests/capi_ext/two_files): the trap of
+    # a static table per file. A subprocess, so that a crash fails this test
+    # instead of ending the run.
+    load("_capi_two_files")  # built, or a clear ImportError here
+    from capi_ext import EXT_DIR
+    script = (
+        "import _capi_two_files as m\n"
+        "def f(): pass\n"
+        "for name in ('ensure', 'holder_of', 'inline_holder_of', 'cpp_ensure'):\n"
+        "    try:\n"
+        "        getattr(m, name)(f.__code__)\n"
+        "        print(name, 'no exception')\n"
+        "    except Exception as error:\n"
+        "        cause = error.__cause__ or error\n"  # SystemError for a result with an exception set
+        "        print(name, type(cause).__name__, cause)\n"
+        "print('imported_ensure', m.imported_ensure(f.__code__))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([EXT_DIR, os.path.dirname(os.path.dirname(coextra.__file__))]))
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, f"exit status {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 5, proc.stdout
+    for line in lines[:4]:
+        assert " RuntimeError coextra: " in line and "coextra_import()" in line, line
+        assert "COEXTRA_API_UNIQUE_SYMBOL" in line, line
+    assert lines[4] == "imported_ensure True", "the file that imported works"
