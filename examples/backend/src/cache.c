@@ -19,6 +19,16 @@ static PyObject *code_of(PyObject *f) {
     return NULL;
 }
 
+/* The arguments (f, key): f's code object, borrowed, with *key borrowed from
+ * args; or NULL with an exception. */
+static PyObject *code_and_key(PyObject *args, PyObject **key) {
+    PyObject *f;
+    if (!PyArg_ParseTuple(args, "OO", &f, key)) {
+        return NULL;
+    }
+    return code_of(f);
+}
+
 /* Ours are (key, value) pairs; other code may cache other things on the same
  * code object, so skip what is not ours. */
 static int is_pair(PyObject *product) {
@@ -61,11 +71,8 @@ PyObject *example_remember(PyObject *self, PyObject *args) {
 }
 
 PyObject *example_recall(PyObject *self, PyObject *args) {
-    PyObject *f, *key, *entry;
-    if (!PyArg_ParseTuple(args, "OO", &f, &key)) {
-        return NULL;
-    }
-    PyObject *code = code_of(f);
+    PyObject *key, *entry;
+    PyObject *code = code_and_key(args, &key);
     if (code == NULL) {
         return NULL;
     }
@@ -103,11 +110,8 @@ PyObject *example_keys(PyObject *self, PyObject *f) {
 }
 
 PyObject *example_forget(PyObject *self, PyObject *args) {
-    PyObject *f, *key, *entry;
-    if (!PyArg_ParseTuple(args, "OO", &f, &key)) {
-        return NULL;
-    }
-    PyObject *code = code_of(f);
+    PyObject *key, *entry;
+    PyObject *code = code_and_key(args, &key);
     if (code == NULL) {
         return NULL;
     }
