@@ -39,7 +39,7 @@ PyObject *api_holder_of(PyObject *code) { return reinterpret_cast<PyObject *>(re
 
 PyObject *api_ensure(PyObject *code) {
     if (!PyCode_Check(code)) {
-        PyErr_Format(PyExc_TypeError, "coextra: ensure() needs a code object, not '%.200s'",
+        PyErr_Format(PyExc_TypeError, "coextra: ensure() takes a code object (a function's __code__), not a '%.200s' object",
                      Py_TYPE(code)->tp_name);
         return nullptr;
     }

@@ -168,8 +168,130 @@ TEST_F(CAPI, HolderOfIsNullWithoutErrorUntilEnsureCreatesOne) {
 TEST_F(CAPI, EnsureRejectsWhatIsNotACodeObject) {
     py::object f = make_function("f");
     EXPECT_EQ(COEXTRA_API->ensure(f.ptr()), nullptr);
-    EXPECT_TRUE(PyErr_ExceptionMatches(PyExc_TypeError));
-    PyErr_Clear();
+    ASSERT_TRUE(PyErr_ExceptionMatches(PyExc_TypeError));
+    py::error_already_set error;
+    EXPECT_NE(std::string(error.what()).find("takes a code object"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("'function'"), std::string::npos) << error.what();
+}
+
+TEST_F(CAPI, TheLookupsAnswerNoHolderForWhatIsNotACodeObject) {
+    py::object f = make_function("f");
+    PyObject *h = COEXTRA_API->ensure(code_ptr(f));
+    ASSERT_NE(h, nullptr);
+    Py_DECREF(COEXTRA_API->add(h, py::str("p").ptr(), nullptr));
+    // The function whose code has a holder: still no holder, and no exception.
+    PyObject *found = reinterpret_cast<PyObject *>(1);
+    EXPECT_EQ(COEXTRA_API->holder_of(f.ptr()), nullptr);
+    EXPECT_EQ(coextra_holder_of(f.ptr()), nullptr);
+    EXPECT_EQ(COEXTRA_API->find(f.ptr(), nullptr, nullptr, &found), 0);
+    EXPECT_EQ(found, nullptr);
+    EXPECT_FALSE(PyErr_Occurred());
+}
+
+// What a file that never called coextra_import() sees: its table pointer is
+// NULL, and every call raises instead of dereferencing it.
+class NotImported {
+public:
+    NotImported() : saved_(coextra_api) { coextra_api = nullptr; }
+    ~NotImported() { coextra_api = saved_; }
+    NotImported(const NotImported &) = delete;
+    NotImported &operator=(const NotImported &) = delete;
+
+private:
+    const coextra_CAPI *saved_;
+};
+
+// Whether the pending exception is the RuntimeError of a missing import
+// naming `function`; clears it.
+bool raised_not_imported(const std::string &function) {
+    if (!PyErr_ExceptionMatches(PyExc_RuntimeError)) {
+        ADD_FAILURE() << function << ": no RuntimeError";
+        PyErr_Clear();
+        return false;
+    }
+    py::error_already_set error;
+    std::string message = error.what();
+    bool ok = message.find("coextra: " + function + "()") != std::string::npos &&
+              message.find("coextra_import()") != std::string::npos &&
+              message.find("COEXTRA_API_UNIQUE_SYMBOL") != std::string::npos;
+    EXPECT_TRUE(ok) << message;
+    return ok;
+}
+
+TEST_F(CAPI, EveryFunctionRaisesNamingCoextraImportInAFileThatHasNotImported) {
+    py::object f = make_function("f");
+    PyObject *code = code_ptr(f);
+    PyObject *h = COEXTRA_API->ensure(code);
+    ASSERT_NE(h, nullptr);
+    PyObject *e = COEXTRA_API->add(h, py::str("p").ptr(), nullptr);
+    ASSERT_NE(e, nullptr);
+    py::object map = py::reinterpret_steal<py::object>(COEXTRA_API->map_new());
+    PyObject *key = code;
+    PyObject *found = reinterpret_cast<PyObject *>(1);
+    {
+        NotImported not_imported;
+        ASSERT_NE(COEXTRA_API, nullptr) << "never NULL";
+        EXPECT_EQ(COEXTRA_API->extra_index, -1);
+        EXPECT_EQ(COEXTRA_API->holder_of(code), nullptr);
+        EXPECT_TRUE(raised_not_imported("COEXTRA_API->holder_of"));
+        EXPECT_EQ(coextra_holder_of(code), nullptr);
+        EXPECT_TRUE(raised_not_imported("coextra_holder_of"));
+        EXPECT_EQ(COEXTRA_API->ensure(code), nullptr);
+        EXPECT_TRUE(raised_not_imported("COEXTRA_API->ensure"));
+        EXPECT_EQ(COEXTRA_API->add(h, Py_None, nullptr), nullptr);
+        EXPECT_TRUE(raised_not_imported("COEXTRA_API->add"));
+        EXPECT_EQ(COEXTRA_API->entry_product(e), nullptr);
+        EXPECT_TRUE(raised_not_imported("COEXTRA_API->entry_product"));
+        EXPECT_EQ(COEXTRA_API->entry_guard(e), nullptr);
+        EXPECT_TRUE(raised_not_imported("COEXTRA_API->entry_guard"));
+        EXPECT_EQ(COEXTRA_API->lookup(h, nullptr, nullptr, &found), -1);
+        EXPECT_EQ(found, nullptr);
+        EXPECT_TRUE(raised_not_imported("COEXTRA_API->lookup"));
+        EXPECT_EQ(COEXTRA_API->front(h), nullptr);
+        EXPECT_TRUE(raised_not_imported("COEXTRA_API->front"));
+        found = reinterpret_cast<PyObject *>(1);
+        EXPECT_EQ(COEXTRA_API->find(code, nullptr, nullptr, &found), -1);
+        EXPECT_EQ(found, nullptr);
+        EXPECT_TRUE(raised_not_imported("COEXTRA_API->find"));
+        EXPECT_EQ(COEXTRA_API->for_each(h, nullptr, nullptr), -1);
+        EXPECT_TRUE(raised_not_imported("COEXTRA_API->for_each"));
+        EXPECT_EQ(COEXTRA_API->size(h), -1);
+        EXPECT_TRUE(raised_not_imported("COEXTRA_API->size"));
+        EXPECT_EQ(COEXTRA_API->remove(h, e), 0);
+        EXPECT_TRUE(raised_not_imported("COEXTRA_API->remove"));
+        COEXTRA_API->clear(h);
+        EXPECT_TRUE(raised_not_imported("COEXTRA_API->clear"));
+        EXPECT_EQ(COEXTRA_API->detach(h), 0);
+        EXPECT_TRUE(raised_not_imported("COEXTRA_API->detach"));
+        EXPECT_EQ(COEXTRA_API->holder_code(h), nullptr);
+        EXPECT_TRUE(raised_not_imported("COEXTRA_API->holder_code"));
+        EXPECT_EQ(COEXTRA_API->closed(), 1) << "a backend that checks stops compiling";
+        EXPECT_TRUE(raised_not_imported("COEXTRA_API->closed"));
+        EXPECT_EQ(COEXTRA_API->collect(), -1);
+        EXPECT_TRUE(raised_not_imported("COEXTRA_API->collect"));
+        EXPECT_EQ(COEXTRA_API->map_new(), nullptr);
+        EXPECT_TRUE(raised_not_imported("COEXTRA_API->map_new"));
+        found = reinterpret_cast<PyObject *>(1);
+        EXPECT_EQ(COEXTRA_API->map_get(map.ptr(), key, &found), -1);
+        EXPECT_EQ(found, nullptr);
+        EXPECT_TRUE(raised_not_imported("COEXTRA_API->map_get"));
+        EXPECT_EQ(COEXTRA_API->map_set(map.ptr(), key, Py_None), -1);
+        EXPECT_TRUE(raised_not_imported("COEXTRA_API->map_set"));
+        EXPECT_EQ(COEXTRA_API->map_delete(map.ptr(), key), -1);
+        EXPECT_TRUE(raised_not_imported("COEXTRA_API->map_delete"));
+        EXPECT_EQ(COEXTRA_API->map_size(map.ptr()), -1);
+        EXPECT_TRUE(raised_not_imported("COEXTRA_API->map_size"));
+        // The C++ wrapper goes through the same table.
+        EXPECT_FALSE(coextra::Holder::ensure(code));
+        EXPECT_TRUE(raised_not_imported("COEXTRA_API->ensure"));
+        EXPECT_FALSE(coextra::Holder::of(code));
+        EXPECT_TRUE(raised_not_imported("COEXTRA_API->holder_of"));
+    }
+    // Nothing was touched: the holder still has its entry, attached.
+    EXPECT_EQ(COEXTRA_API->holder_of(code), h);
+    EXPECT_EQ(COEXTRA_API->size(h), 1);
+    EXPECT_EQ(COEXTRA_API->front(h), e);
+    Py_DECREF(e);
 }
 
 TEST_F(CAPI, AddThenLookupWithANativeGuardMovesTheHitToTheFront) {

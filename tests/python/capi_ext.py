@@ -14,7 +14,7 @@ EXT_DIR = os.environ.get("COEXTRA_TEST_EXT_DIR") or os.path.join(
 
 
 def load(name: str):
-    """Import _capi_example or _capi_bench; a missing build is an error, not a skip."""
+    """Import example_backend, _capi_two_files or _capi_bench; a missing build is an error, not a skip."""
     if EXT_DIR not in sys.path:
         sys.path.insert(0, EXT_DIR)
     try:

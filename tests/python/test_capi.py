@@ -1,11 +1,13 @@
-"""coextra's C API as a third-party extension uses it: _capi_example is built
-from coextra/coextra.h alone (tests/capi_ext/example_backend.c) and reaches
-coextra through the capsule coextra._coextra._C_API."""
+"""coextra's C API as a third-party extension uses it: example_backend, the
+example package of docs/c-api.md (examples/backend), is built from
+coextra/coextra.h alone and reaches coextra through the capsule
+coextra._coextra._C_API."""
 
 from __future__ import annotations
 
 import gc
 import os
+import re
 import subprocess
 import sys
 import weakref
@@ -13,10 +15,10 @@ import weakref
 import pytest
 
 import coextra
-from capi_ext import load
-from conftest import REPO, make_function
+from capi_ext import EXT_DIR, load
+from conftest import REPO, make_function, subprocess_env
 
-example = load("_capi_example")
+example = load("example_backend")
 
 
 def test_the_capsule_is_exported_under_its_documented_name():
@@ -132,3 +134,55 @@ def test_the_built_package_ships_the_headers_where_get_include_finds_them(tmp_pa
         capture_output=True, text=True, check=True,
     ).stdout.strip()
     assert found == str(package / "include")
+
+
+def test_a_file_that_did_not_import_raises_naming_coextra_import_instead_of_crashing():
+    # _capi_two_files calls coextra_import() in one file and uses the table in
+    # others that share nothing with it (tests/capi_ext/two_files): the trap of
+    # a static table per file. A subprocess, so that a crash fails this test
+    # instead of ending the run.
+    load("_capi_two_files")  # built, or a clear ImportError here
+    script = (
+        "import _capi_two_files as m\n"
+        "def f(): pass\n"
+        "for name in ('ensure', 'holder_of', 'inline_holder_of', 'cpp_ensure'):\n"
+        "    try:\n"
+        "        getattr(m, name)(f.__code__)\n"
+        "        print(name, 'no exception')\n"
+        "    except Exception as error:\n"
+        "        cause = error.__cause__ or error\n"  # SystemError for a result with an exception set
+        "        print(name, type(cause).__name__, cause)\n"
+        "print('imported_ensure', m.imported_ensure(f.__code__))\n"
+    )
+    env = subprocess_env()
+    env["PYTHONPATH"] = os.pathsep.join([EXT_DIR, env["PYTHONPATH"]])
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, f"exit status {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 5, proc.stdout
+    for line in lines[:4]:
+        assert " RuntimeError coextra: " in line and "coextra_import()" in line, line
+        assert "COEXTRA_API_UNIQUE_SYMBOL" in line, line
+    assert lines[4] == "imported_ensure True", "the file that imported works"
+
+
+def test_the_manual_quotes_the_example_package_as_it_is():
+    # docs/c-api.md shows the example's files in pieces: each piece, up to the
+    # C++ block (which is not from the example), must be in one of them.
+    with open(os.path.join(REPO, "docs", "c-api.md"), encoding="utf-8") as fh:
+        manual = fh.read()
+    manual = manual[:manual.index("```cpp")]
+    example = os.path.join(REPO, "examples", "backend")
+    files = []
+    for directory, _, names in os.walk(example):
+        for name in names:
+            if not name.endswith((".c", ".h", ".toml", ".py", ".txt")):
+                continue
+            with open(os.path.join(directory, name), encoding="utf-8") as fh:
+                files.append(fh.read())
+    blocks = re.findall(r"```(\w+)\n(.*?)```", manual, re.S)
+    assert {language for language, _ in blocks} == {"toml", "python", "cmake", "c"}
+    assert len(blocks) >= 9
+    for _, block in blocks:
+        assert any(block in text for text in files), f"not in examples/backend:\n{block}"

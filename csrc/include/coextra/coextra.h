@@ -15,6 +15,30 @@
  *
  *     PyObject *holder = COEXTRA_API->ensure(code);
  *
+ * Files. coextra_import() sets the table pointer behind COEXTRA_API, and by
+ * default each file (translation unit) has its own, private one: a file that
+ * uses COEXTRA_API must have called coextra_import() itself. An extension of
+ * several files shares one table instead, as NumPy's PY_ARRAY_UNIQUE_SYMBOL
+ * does, best from a header of its own that every file includes:
+ *
+ *     #define COEXTRA_API_UNIQUE_SYMBOL mybackend_coextra_api   // every file
+ *     #define COEXTRA_NO_IMPORT        // every file but the one that imports
+ *     #include <coextra/coextra.h>
+ *
+ * The name becomes a global symbol of the extension: make it yours. A file
+ * that uses the table before coextra_import() has succeeded for it does not
+ * crash: every function then raises RuntimeError naming coextra_import() and
+ * returns its failure value (NULL, -1 or 0; closed() returns 1), whatever its
+ * description below says about never failing.
+ *
+ * Code objects. The functions that take `code` (holder_of, ensure, find and
+ * the inline coextra_holder_of) take a code object, not a function, a method
+ * or a frame: pass PyFunction_GetCode(f) or the frame's code. ensure() raises
+ * TypeError for anything else; holder_of(), find() and coextra_holder_of()
+ * answer "no holder" (NULL, 0) without an exception, so the per-frame path
+ * has no type check of its own. (coextra's Python functions, unlike these,
+ * accept functions and methods too.)
+ *
  * Objects. A holder is the cache of one code object: an ordered list of
  * entries, most recently used first. An entry is one cached product (any
  * object) with an optional Python guard. Both are Python objects
@@ -88,16 +112,18 @@ typedef struct coextra_CAPI {
     Py_ssize_t extra_index;
 
     /* The holder attached to `code` (a code object), or NULL when there is
-     * none. Borrowed (the registry owns it; see Lifetime above). Never sets
-     * an exception. One co_extra read: cheap enough for every frame. */
+     * none or `code` is not a code object. Borrowed (the registry owns it;
+     * see Lifetime above). Never sets an exception. One co_extra read: cheap
+     * enough for every frame. */
     PyObject *(*holder_of)(PyObject *code);
 
     /* The holder of `code`, created and attached when missing. Borrowed.
      * coextra holds its own reference to `code` while it allocates, so code
      * run meanwhile cannot free it under the call. NULL with an exception
-     * set on failure: MemoryError, RuntimeError once the interpreter is
-     * shutting down (see closed()) or when that code dropped what was the
-     * last reference besides coextra's. */
+     * set on failure: TypeError when `code` is not a code object,
+     * MemoryError, RuntimeError once the interpreter is shutting down (see
+     * closed()) or when that code dropped what was the last reference
+     * besides coextra's. */
     PyObject *(*ensure)(PyObject *code);
 
     /* Adds an entry at the front of `holder` (evicting the least recently
@@ -133,7 +159,8 @@ typedef struct coextra_CAPI {
     PyObject *(*front)(PyObject *holder);
 
     /* holder_of(code) then lookup(): the per-frame query in one call.
-     * Returns as lookup(); 0 when `code` has no holder. */
+     * Returns as lookup(); 0 when `code` has no holder or is not a code
+     * object. */
     int (*find)(PyObject *code, coextra_guard match, void *context, PyObject **found);
 
     /* Calls visit for each entry, most recently used first, over a snapshot
@@ -194,18 +221,179 @@ typedef struct coextra_CAPI {
     Py_ssize_t (*map_size)(PyObject *map);
 } coextra_CAPI;
 
-/* The table, set by coextra_import(). By default one per translation unit
- * (static): call coextra_import() in every file that uses COEXTRA_API. To
- * share one table instead, define COEXTRA_API_EXTERN before including this
- * header everywhere and define `const coextra_CAPI *coextra_api = NULL;` in
- * exactly one file. */
-#ifdef COEXTRA_API_EXTERN
+/* The table of a file that has not imported (see "Files" above): every
+ * function raises RuntimeError naming coextra_import() and returns its
+ * failure value, so a forgotten import is an exception, not a NULL
+ * dereference. */
+static inline void coextra_unimported(const char *function) {
+    PyErr_Format(PyExc_RuntimeError,
+                 "coextra: %s() was called where coextra_import() has not succeeded (the C API "
+                 "table of this file is not set); call coextra_import() in the module's init "
+                 "function, and share its table across the files of an extension: #define "
+                 "COEXTRA_API_UNIQUE_SYMBOL to one name of yours in every file and "
+                 "COEXTRA_NO_IMPORT in all but the file that calls coextra_import()",
+                 function);
+}
+static inline PyObject *coextra_unimported_holder_of(PyObject *code) {
+    (void)code;
+    coextra_unimported("COEXTRA_API->holder_of");
+    return NULL;
+}
+static inline PyObject *coextra_unimported_ensure(PyObject *code) {
+    (void)code;
+    coextra_unimported("COEXTRA_API->ensure");
+    return NULL;
+}
+static inline PyObject *coextra_unimported_add(PyObject *holder, PyObject *product, PyObject *guard) {
+    (void)holder, (void)product, (void)guard;
+    coextra_unimported("COEXTRA_API->add");
+    return NULL;
+}
+static inline PyObject *coextra_unimported_entry_product(PyObject *entry) {
+    (void)entry;
+    coextra_unimported("COEXTRA_API->entry_product");
+    return NULL;
+}
+static inline PyObject *coextra_unimported_entry_guard(PyObject *entry) {
+    (void)entry;
+    coextra_unimported("COEXTRA_API->entry_guard");
+    return NULL;
+}
+static inline int coextra_unimported_lookup(PyObject *holder, coextra_guard match, void *context,
+                                            PyObject **found) {
+    (void)holder, (void)match, (void)context;
+    *found = NULL;
+    coextra_unimported("COEXTRA_API->lookup");
+    return -1;
+}
+static inline PyObject *coextra_unimported_front(PyObject *holder) {
+    (void)holder;
+    coextra_unimported("COEXTRA_API->front");
+    return NULL;
+}
+static inline int coextra_unimported_find(PyObject *code, coextra_guard match, void *context,
+                                          PyObject **found) {
+    (void)code, (void)match, (void)context;
+    *found = NULL;
+    coextra_unimported("COEXTRA_API->find");
+    return -1;
+}
+static inline int coextra_unimported_for_each(PyObject *holder, coextra_visit visit, void *context) {
+    (void)holder, (void)visit, (void)context;
+    coextra_unimported("COEXTRA_API->for_each");
+    return -1;
+}
+static inline Py_ssize_t coextra_unimported_size(PyObject *holder) {
+    (void)holder;
+    coextra_unimported("COEXTRA_API->size");
+    return -1;
+}
+static inline int coextra_unimported_remove(PyObject *holder, PyObject *entry) {
+    (void)holder, (void)entry;
+    coextra_unimported("COEXTRA_API->remove");
+    return 0;
+}
+static inline void coextra_unimported_clear(PyObject *holder) {
+    (void)holder;
+    coextra_unimported("COEXTRA_API->clear");
+}
+static inline int coextra_unimported_detach(PyObject *holder) {
+    (void)holder;
+    coextra_unimported("COEXTRA_API->detach");
+    return 0;
+}
+static inline PyObject *coextra_unimported_holder_code(PyObject *holder) {
+    (void)holder;
+    coextra_unimported("COEXTRA_API->holder_code");
+    return NULL;
+}
+/* 1: a backend that checks closed() stops compiling. */
+static inline int coextra_unimported_closed(void) {
+    coextra_unimported("COEXTRA_API->closed");
+    return 1;
+}
+static inline Py_ssize_t coextra_unimported_collect(void) {
+    coextra_unimported("COEXTRA_API->collect");
+    return -1;
+}
+static inline PyObject *coextra_unimported_map_new(void) {
+    coextra_unimported("COEXTRA_API->map_new");
+    return NULL;
+}
+static inline int coextra_unimported_map_get(PyObject *map, PyObject *key, PyObject **value) {
+    (void)map, (void)key;
+    *value = NULL;
+    coextra_unimported("COEXTRA_API->map_get");
+    return -1;
+}
+static inline int coextra_unimported_map_set(PyObject *map, PyObject *key, PyObject *value) {
+    (void)map, (void)key, (void)value;
+    coextra_unimported("COEXTRA_API->map_set");
+    return -1;
+}
+static inline int coextra_unimported_map_delete(PyObject *map, PyObject *key) {
+    (void)map, (void)key;
+    coextra_unimported("COEXTRA_API->map_delete");
+    return -1;
+}
+static inline Py_ssize_t coextra_unimported_map_size(PyObject *map) {
+    (void)map;
+    coextra_unimported("COEXTRA_API->map_size");
+    return -1;
+}
+
+static const coextra_CAPI coextra_unimported_table = {
+    COEXTRA_CAPI_VERSION,
+    sizeof(coextra_CAPI),
+    -1,
+    coextra_unimported_holder_of,
+    coextra_unimported_ensure,
+    coextra_unimported_add,
+    coextra_unimported_entry_product,
+    coextra_unimported_entry_guard,
+    coextra_unimported_lookup,
+    coextra_unimported_front,
+    coextra_unimported_find,
+    coextra_unimported_for_each,
+    coextra_unimported_size,
+    coextra_unimported_remove,
+    coextra_unimported_clear,
+    coextra_unimported_detach,
+    coextra_unimported_holder_code,
+    coextra_unimported_closed,
+    coextra_unimported_collect,
+    coextra_unimported_map_new,
+    coextra_unimported_map_get,
+    coextra_unimported_map_set,
+    coextra_unimported_map_delete,
+    coextra_unimported_map_size,
+};
+
+/* The table pointer, NULL until coextra_import() succeeds (see "Files"
+ * above). COEXTRA_API_EXTERN declares it extern under the name coextra_api,
+ * for an extension that defines `const coextra_CAPI *coextra_api = NULL;` in
+ * one file itself. */
+#if defined(COEXTRA_API_EXTERN) && !defined(COEXTRA_API_UNIQUE_SYMBOL)
+#define COEXTRA_API_UNIQUE_SYMBOL coextra_api
+#define COEXTRA_NO_IMPORT
+#endif
+
+#if defined(COEXTRA_API_UNIQUE_SYMBOL)
+#define coextra_api COEXTRA_API_UNIQUE_SYMBOL
+#if defined(COEXTRA_NO_IMPORT)
 extern const coextra_CAPI *coextra_api;
+#else
+const coextra_CAPI *coextra_api = NULL;
+#endif
+#elif defined(COEXTRA_NO_IMPORT)
+#error "coextra: COEXTRA_NO_IMPORT is defined without COEXTRA_API_UNIQUE_SYMBOL; #define COEXTRA_API_UNIQUE_SYMBOL to one name of yours (e.g. mybackend_coextra_api) in every file of the extension, before including coextra/coextra.h"
 #else
 static const coextra_CAPI *coextra_api = NULL;
 #endif
 
-#define COEXTRA_API coextra_api
+/* The table: the imported one, or the raising one of a file that has not
+ * imported. Never NULL. */
+#define COEXTRA_API (coextra_api != NULL ? coextra_api : &coextra_unimported_table)
 
 /* Imports coextra._coextra and fetches its C API. Returns 0 on success, or -1
  * with ImportError set when the module or the capsule is missing, or when
@@ -253,16 +441,22 @@ static inline int coextra_import(void) {
 
 /* holder_of(code) inlined into the caller: one co_extra read, no call into
  * coextra, for the hottest paths (a frame evaluator's per-frame check). Same
- * contract as coextra_api->holder_of (borrowed or NULL, never an exception),
- * and the same answer: coextra clears the slot whenever it detaches a holder,
- * so a non-NULL slot always holds an attached holder. `code` must be a code
- * object. (CPython renamed the accessor in 3.12; this header must stand alone.) */
+ * contract as COEXTRA_API->holder_of (borrowed or NULL, never an exception
+ * once imported), and the same answer: coextra clears the slot whenever it
+ * detaches a holder, so a non-NULL slot always holds an attached holder.
+ * `code` must be a code object (anything else: NULL). (CPython renamed the
+ * accessor in 3.12; this header must stand alone.) */
 static inline PyObject *coextra_holder_of(PyObject *code) {
     void *holder = NULL;
+    const coextra_CAPI *api = coextra_api;
+    if (api == NULL) {
+        coextra_unimported("coextra_holder_of");
+        return NULL;
+    }
 #if PY_VERSION_HEX >= 0x030C0000
-    if (PyUnstable_Code_GetExtra(code, coextra_api->extra_index, &holder) < 0) {
+    if (PyUnstable_Code_GetExtra(code, api->extra_index, &holder) < 0) {
 #else
-    if (_PyCode_GetExtra(code, coextra_api->extra_index, &holder) < 0) {
+    if (_PyCode_GetExtra(code, api->extra_index, &holder) < 0) {
 #endif
         PyErr_Clear();
         return NULL;

@@ -2,7 +2,10 @@
 //
 // RAII references and lambdas for guards and visits; no pybind11, no C++
 // exceptions: every fallible call reports failure the CPython way (an empty
-// result or -1, with a Python exception set). Call coextra_import() first.
+// result or -1, with a Python exception set). Call coextra_import() first:
+// the wrapper goes through COEXTRA_API, so the rules of coextra.h apply (one
+// table per file unless COEXTRA_API_UNIQUE_SYMBOL is defined; a file that has
+// not imported gets RuntimeError). `code` is a code object, never a function.
 //
 //     coextra::Holder h = coextra::Holder::ensure(code);
 //     if (!h) return nullptr;                       // exception set

@@ -1,24 +1,12 @@
-/* example_backend.c -- a complete native backend on coextra's C API, in C.
- *
- * It is the example of docs/c-api.md and is built by CMake from the
- * public header alone (it does not link against coextra), exactly as a
- * third-party extension is; tests/python/test_capi.py imports and uses it.
- *
- * It caches (key, value) pairs on a function's code object and finds them
- * again with a native guard that compares keys, with no Python-level call:
- *
- *   remember(f, key, value)   cache (key, value) on f's code
- *   recall(f, key)            the value cached for key, or None
- *   keys(f)                   every cached key, most recently used first
- *   forget(f, key)            remove the entry for key; True if there was one
- *   clear(f)                  remove every entry
- *   detach(f)                 detach f's holder; True if there was one
- *   size(f)                   how many entries f's code has
- *   import_again()            call coextra_import() again (returns None)
- */
-#include <coextra/coextra.h>
+/* cache.c -- the cache of example_backend: (key, value) pairs on a code
+ * object, found again by a native guard that compares keys, with no
+ * Python-level call per entry. It uses the C API table that module.c
+ * imported (COEXTRA_NO_IMPORT: example_backend.h shares one table). */
+#define COEXTRA_NO_IMPORT
+#include "example_backend.h"
 
-/* f's code object, borrowed from f, or NULL with TypeError. */
+/* f's code object, borrowed from f, or NULL with TypeError. The C API takes
+ * code objects only, so a function is unwrapped here, once per call. */
 static PyObject *code_of(PyObject *f) {
     if (PyCode_Check(f)) {
         return f;
@@ -26,8 +14,19 @@ static PyObject *code_of(PyObject *f) {
     if (PyFunction_Check(f)) {
         return PyFunction_GetCode(f);
     }
-    PyErr_SetString(PyExc_TypeError, "expected a function or a code object");
+    PyErr_Format(PyExc_TypeError, "example_backend: expected a function or a code object, not '%.200s'",
+                 Py_TYPE(f)->tp_name);
     return NULL;
+}
+
+/* The arguments (f, key): f's code object, borrowed, with *key borrowed from
+ * args; or NULL with an exception. */
+static PyObject *code_and_key(PyObject *args, PyObject **key) {
+    PyObject *f;
+    if (!PyArg_ParseTuple(args, "OO", &f, key)) {
+        return NULL;
+    }
+    return code_of(f);
 }
 
 /* Ours are (key, value) pairs; other code may cache other things on the same
@@ -44,7 +43,7 @@ static int key_equals(PyObject *product, void *context) {
     return PyObject_RichCompareBool(PyTuple_GET_ITEM(product, 0), (PyObject *)context, Py_EQ);
 }
 
-static PyObject *remember(PyObject *self, PyObject *args) {
+PyObject *example_remember(PyObject *self, PyObject *args) {
     PyObject *f, *key, *value;
     if (!PyArg_ParseTuple(args, "OOO", &f, &key, &value)) {
         return NULL;
@@ -71,12 +70,9 @@ static PyObject *remember(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-static PyObject *recall(PyObject *self, PyObject *args) {
-    PyObject *f, *key, *entry;
-    if (!PyArg_ParseTuple(args, "OO", &f, &key)) {
-        return NULL;
-    }
-    PyObject *code = code_of(f);
+PyObject *example_recall(PyObject *self, PyObject *args) {
+    PyObject *key, *entry;
+    PyObject *code = code_and_key(args, &key);
     if (code == NULL) {
         return NULL;
     }
@@ -100,7 +96,7 @@ static int append_key(PyObject *entry, PyObject *product, void *context) {
     return PyList_Append((PyObject *)context, PyTuple_GET_ITEM(product, 0));
 }
 
-static PyObject *keys(PyObject *self, PyObject *f) {
+PyObject *example_keys(PyObject *self, PyObject *f) {
     PyObject *code = code_of(f);
     if (code == NULL) {
         return NULL;
@@ -113,12 +109,9 @@ static PyObject *keys(PyObject *self, PyObject *f) {
     return list;
 }
 
-static PyObject *forget(PyObject *self, PyObject *args) {
-    PyObject *f, *key, *entry;
-    if (!PyArg_ParseTuple(args, "OO", &f, &key)) {
-        return NULL;
-    }
-    PyObject *code = code_of(f);
+PyObject *example_forget(PyObject *self, PyObject *args) {
+    PyObject *key, *entry;
+    PyObject *code = code_and_key(args, &key);
     if (code == NULL) {
         return NULL;
     }
@@ -139,7 +132,7 @@ static PyObject *forget(PyObject *self, PyObject *args) {
     return PyBool_FromLong(removed);
 }
 
-static PyObject *clear(PyObject *self, PyObject *f) {
+PyObject *example_clear(PyObject *self, PyObject *f) {
     PyObject *code = code_of(f);
     if (code == NULL) {
         return NULL;
@@ -151,7 +144,7 @@ static PyObject *clear(PyObject *self, PyObject *f) {
     Py_RETURN_NONE;
 }
 
-static PyObject *detach(PyObject *self, PyObject *f) {
+PyObject *example_detach(PyObject *self, PyObject *f) {
     PyObject *code = code_of(f);
     if (code == NULL) {
         return NULL;
@@ -160,41 +153,11 @@ static PyObject *detach(PyObject *self, PyObject *f) {
     return PyBool_FromLong(holder != NULL && COEXTRA_API->detach(holder));
 }
 
-static PyObject *size(PyObject *self, PyObject *f) {
+PyObject *example_size(PyObject *self, PyObject *f) {
     PyObject *code = code_of(f);
     if (code == NULL) {
         return NULL;
     }
     PyObject *holder = COEXTRA_API->holder_of(code);
     return PyLong_FromSsize_t(holder ? COEXTRA_API->size(holder) : 0);
-}
-
-static PyObject *import_again(PyObject *self, PyObject *unused) {
-    if (coextra_import() < 0) {
-        return NULL;
-    }
-    Py_RETURN_NONE;
-}
-
-static PyMethodDef methods[] = {
-    {"remember", remember, METH_VARARGS, "remember(f, key, value): cache (key, value) on f's code."},
-    {"recall", recall, METH_VARARGS, "recall(f, key): the value cached for key, or None."},
-    {"keys", keys, METH_O, "keys(f): cached keys, most recently used first."},
-    {"forget", forget, METH_VARARGS, "forget(f, key): remove key's entry; True if there was one."},
-    {"clear", clear, METH_O, "clear(f): remove every entry."},
-    {"detach", detach, METH_O, "detach(f): detach f's holder; True if there was one."},
-    {"size", size, METH_O, "size(f): how many entries f's code has."},
-    {"import_again", import_again, METH_NOARGS, "import_again(): coextra_import() again."},
-    {NULL, NULL, 0, NULL},
-};
-
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_capi_example", "A native backend on coextra's C API.", -1, methods,
-};
-
-PyMODINIT_FUNC PyInit__capi_example(void) {
-    if (coextra_import() < 0) {
-        return NULL;
-    }
-    return PyModule_Create(&module);
 }
