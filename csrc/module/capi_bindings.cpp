@@ -176,7 +176,11 @@ PyMethodDef evalframe_functions[] = {
 void bind_capi(py::module_ &m) {
     m.attr("_C_API") = steal_checked<py::object>(capi_capsule());
 
-    py::module_ evalframe = m.def_submodule("_evalframe", "coextra.evalframe's functions.");
+    // Made with PyModule_New, not def_submodule: pybind11's def_submodule
+    // leaks a reference to the extension's file name.
+    auto evalframe = steal_checked<py::module_>(PyModule_New("coextra._coextra._evalframe"));
+    evalframe.doc() = "coextra.evalframe's functions.";
+    m.attr("_evalframe") = evalframe;
     py::class_<EnabledScope>(evalframe, "EnabledScope",
                              "What evalframe.enabled() returns: a context manager.")
         .def("__enter__", [](EnabledScope &scope) { scope.enter(); })
