@@ -87,3 +87,11 @@ def in_child(body) -> int:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status)
+
+
+@pytest.fixture(scope="session")
+def dist(tmp_path_factory):
+    """The sdist and the wheel of this tree, built once (distributions.py)."""
+    from distributions import build_distributions
+
+    return build_distributions(tmp_path_factory.mktemp("dist"))

@@ -2,7 +2,8 @@
 built as its users build it, against coextra installed in a fresh venv, never
 against this source tree.
 
-A wheel of coextra is made from a copy of the tree and installed into the venv;
+The wheel of coextra made from a copy of the tree (the `dist` fixture) is
+installed into the venv;
 the example, copied out of the tree, is built with pip (setuptools; build
 isolation, so pyproject.toml's build requirements are what provides coextra)
 and with its CMakeLists.txt, then used. Slow (a build of coextra), so it runs
@@ -19,7 +20,9 @@ import venv
 import pytest
 
 from conftest import REPO
-from test_packaging import clean_env, copy_source, pytestmark, run  # noqa: F401 (pytestmark: the same skip)
+from distributions import PACKAGING, clean_env, run
+
+pytestmark = PACKAGING
 
 USE = (
     "import coextra, example_backend\n"
@@ -36,11 +39,9 @@ USE = (
 class Installed:
     """A fresh venv with coextra installed from a wheel of this tree."""
 
-    def __init__(self, root):
+    def __init__(self, root, wheel):
         self.root = root
-        self.wheels = root / "wheels"
-        run([sys.executable, "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps",
-             "-w", str(self.wheels), copy_source(str(root / "src"))], cwd=root)
+        self.wheels = wheel.parent
         self.venv = root / "venv"
         venv.EnvBuilder(with_pip=True).create(self.venv)
         self.python = str(self.venv / "bin" / "python")
@@ -57,8 +58,9 @@ class Installed:
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory):
-    return Installed(tmp_path_factory.mktemp("capi_packaging"))
+def installed(tmp_path_factory, dist):
+    _, wheel = dist
+    return Installed(tmp_path_factory.mktemp("capi_packaging"), wheel)
 
 
 def test_the_example_builds_with_pip_from_its_declared_build_requirements(installed):
