@@ -947,11 +947,7 @@ PyObject *ephemeron_detach(EphemeronEntry *entry) {
     if (m == nullptr || entry->value == nullptr) {
         return nullptr;  // removed already, or its key is dying and the callback will
     }
-    PyObject *value = take_value(m, entry);  // the caller's reference keeps the entry
-    if (value != nullptr) {
-        state.removed_by_collector++;
-    }
-    return value;
+    return take_value(m, entry);  // the caller's reference keeps the entry
 }
 
 int ephemeron_get(EphemeronMap *m, PyObject *key, PyObject **value) {
