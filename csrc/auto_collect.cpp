@@ -74,19 +74,28 @@ size_t slice_seeds() {
 // The first slot of the slice that ends at `end`: slices go down, never below `bottom`.
 size_t slice_first(size_t bottom, size_t end) { return end - std::min(end - bottom, slice_seeds()); }
 
+// What a slice found: what collector_collect_slice returned (holders
+// detached plus map entries removed, or -1 with an exception), and of it the
+// holders, which the rules go by ("Holders and map entries", auto_collect.h).
+struct SliceFound {
+    Py_ssize_t found;
+    uint64_t holders;
+};
+
 // Runs one pass over holders[first, end) for a slice (of a generation pass
 // or a sweep) and learns its time per holder (not from a map scan, whose time
-// is the entries'). What collector_collect_slice returns.
-Py_ssize_t run_slice(size_t first, size_t end, Py_ssize_t node_budget, MapSeeds maps, Scratch scratch) {
-    Py_ssize_t detached = collector_collect_slice(first, end, node_budget, maps, scratch);
+// is the entries').
+SliceFound run_slice(size_t first, size_t end, Py_ssize_t node_budget, MapSeeds maps, Scratch scratch) {
+    uint64_t holders_before = collector_stats().auto_detached;
+    Py_ssize_t found = collector_collect_slice(first, end, node_budget, maps, scratch);
     if (end > first && maps == MapSeeds::kNo) {
         state.seconds_per_holder = collector_stats().last_seconds / static_cast<double>(end - first);
     }
-    return detached;
+    return SliceFound{found, collector_stats().auto_detached - holders_before};
 }
 
-// Whether the program's caches die lately: an automatic pass detached
-// something since the previous generation pass began (this one's slices
+// Whether the program's caches die lately: an automatic pass detached a
+// holder since the previous generation pass began (this one's slices
 // included). Adaptive tenuring asks a longer question instead
 // (auto_collect_passes_to_old).
 bool caches_died_lately() { return collector_stats().auto_detached != generation.auto_detached_before; }
@@ -128,10 +137,9 @@ Py_ssize_t run_generation_slices(bool keep_bound) {
         }
         size_t end = std::max(std::min(generation.cursor, r->pass_end), r->old_end);
         if (end == r->old_end && generation.maps == MapSeeds::kNo) {
-            // Adaptive tenuring (auto_collect.h, rule 1).
-            bool straight_to_old = auto_collect_passes_to_old() == 1;
-            registry_age_generations(r, straight_to_old);
-            ephemeron_age_generations(straight_to_old);
+            // Adaptive tenuring (auto_collect.h, rule 1), of each kind apart.
+            registry_age_generations(r, auto_collect_passes_to_old() == 1);
+            ephemeron_age_generations(auto_collect_entry_passes_to_old() == 1);
             generation.active = false;
             stats.generation_passes++;
             stats.last_generation_detached = generation.detached;
@@ -139,17 +147,17 @@ Py_ssize_t run_generation_slices(bool keep_bound) {
         }
         size_t first = slice_first(r->old_end, end);
         bool last = first == r->old_end;
-        Py_ssize_t found = run_slice(first, end, collector_budget(), generation.maps,
+        SliceFound slice = run_slice(first, end, collector_budget(), generation.maps,
                                      last ? Scratch::kRelease : Scratch::kKeep);
         stats.generation_slices++;
-        if (found < 0) {
-            return found;  // still in progress: the next GC pass resumes it
+        if (slice.found < 0) {
+            return slice.found;  // still in progress: the next GC pass resumes it
         }
         generation.maps = MapSeeds::kNo;
-        detached += found;
-        generation.detached += static_cast<uint64_t>(found);
+        detached += slice.found;
+        generation.detached += slice.holders;
         generation.cursor = first;
-        if (found == 0 && !last) {
+        if (slice.holders == 0 && !last) {
             r = internals.registry.registry;  // as at the top: the slice may have run code
             if (r == nullptr || r->closed) {
                 continue;
@@ -185,10 +193,10 @@ Py_ssize_t run_sweep_slice(const Registry *r) {
     size_t end = std::min(sweep.cursor, r->holders.size());
     size_t first = slice_first(0, end);
     Py_ssize_t budget = kYoungNodesPerHolder * static_cast<Py_ssize_t>(end - first) + kYoungBaseNodes;
-    Py_ssize_t detached = run_slice(first, end, budget, MapSeeds::kNo, Scratch::kReleaseLarge);
+    SliceFound slice = run_slice(first, end, budget, MapSeeds::kNo, Scratch::kReleaseLarge);
     double seconds = collector_stats().last_seconds;
     stats.sweep_slices++;
-    sweep.detached += detached > 0 ? static_cast<uint64_t>(detached) : 0;
+    sweep.detached += slice.holders;
     sweep.cursor = first;
     if (first == 0) {
         sweep.active = false;
@@ -202,7 +210,7 @@ Py_ssize_t run_sweep_slice(const Registry *r) {
         sweep.next_slice = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                               std::chrono::duration<double>(kSliceSpacing * seconds));
     }
-    return detached;
+    return slice.found;
 }
 
 // Rule 3: young passes on every interval-th GC pass.
@@ -222,8 +230,9 @@ Py_ssize_t run_young_pass_if_due() {
     }
     Py_ssize_t seeds = young < kYoungMaxSeeds ? young : kYoungMaxSeeds;
     Py_ssize_t detached = collector_collect_young(seeds, kYoungNodesPerHolder * seeds + kYoungBaseNodes);
+    bool found_holders = collector_stats().auto_detached != pace.auto_detached_seen;
     pace.auto_detached_seen = collector_stats().auto_detached;
-    pace.interval = detached != 0                      ? 1
+    pace.interval = found_holders                      ? 1
                     : pace.interval < kYoungMaxInterval ? pace.interval * 2
                                                         : kYoungMaxInterval;
     return detached;
@@ -331,6 +340,10 @@ const AutoCollectStats &auto_collect_stats() { return stats; }
 
 int auto_collect_passes_to_old() {
     return collector_stats().detached_by_collector == state.detached_at_program_start ? 1 : 2;
+}
+
+int auto_collect_entry_passes_to_old() {
+    return collector_stats().entries_removed_by_collector == state.entries_removed_at_program_start ? 1 : 2;
 }
 
 int auto_collect_get() {

@@ -91,6 +91,19 @@
 //      shorten the time a dead cache waits, and the generation passes keep
 //      the bound whatever their pace.
 //
+// Holders and map entries. The rules measure holders: a slice goes on while
+// it detaches holders, the dead allowance, the sweep's rate and the young
+// passes' pace count holders, and a holder's tenuring (passes to old) turns
+// to 2 when the collector first detaches a holder. Map entries found dead on
+// the way (by the map scan, or reached from a holder's product) are removed
+// and counted apart: every young and middle entry is examined by the first
+// slice of a generation pass, so they are no reason to go on with holders,
+// and a map entry's death says nothing about whether code caches die (a map
+// keyed by short-lived objects beside long-lived code). Map entries have
+// their own adaptive tenuring instead: one generation pass makes an entry old
+// until the collector first removes a map entry, two from then on
+// (auto_collect_entry_passes_to_old).
+//
 // Never during interpreter teardown (registry closed or finalizing), never
 // nested inside a running pass. Figures: docs/collector.md (make bench).
 #pragma once
@@ -119,7 +132,7 @@ constexpr Py_ssize_t kYoungMaxSeeds = 1024;
 struct AutoCollectStats {
     uint64_t generation_passes = 0;         // rule 1 passes completed
     uint64_t generation_slices = 0;         // their slices, of completed passes or not
-    uint64_t last_generation_detached = 0;  // holders the latest completed one detached
+    uint64_t last_generation_detached = 0;  // holders the latest completed one detached (no map entries)
     uint64_t sweeps = 0;                    // sweeps completed
     uint64_t sweep_slices = 0;              // slices run, of completed sweeps or not
     uint64_t last_sweep_detached = 0;       // holders the latest completed sweep detached
@@ -167,6 +180,8 @@ struct AutoCollectState {
     // of this program has died, so holders need two generation passes to
     // become old (adaptive tenuring, rule 1).
     uint64_t detached_at_program_start = 0;
+    // The same for map entries: CollectorStats::entries_removed_by_collector.
+    uint64_t entries_removed_at_program_start = 0;
     double seconds_per_holder = 0.0;  // of the latest slice (rules 1 and 2); 0 before any
     YoungPace young_pace;
     AutoCollectStats stats;
@@ -191,5 +206,8 @@ int auto_collect_get();
 // until a pass of the collector has first found a cache dead, then 2
 // (adaptive tenuring, rule 1).
 int auto_collect_passes_to_old();
+// The same for ephemeron map entries: 1 until a pass of the collector has
+// first removed a map entry, then 2.
+int auto_collect_entry_passes_to_old();
 
 }  // namespace coextra::detail

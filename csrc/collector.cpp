@@ -619,7 +619,12 @@ bool propagate_liveness(HeapGraph &g, PodArray<uint32_t> &stack) {
 // runs until all decisions are carried out; then our references are dropped,
 // which frees entries and products and may run arbitrary code (which may
 // attach, detach, change a map or collect: all of that is safe).
-Py_ssize_t detach_garbage(Pass &pass, const std::vector<Holder *> &holders) {
+struct Garbage {
+    Py_ssize_t holders = 0;  // detached
+    Py_ssize_t entries = 0;  // map entries removed
+};
+// The garbage found, or -1 holders with MemoryError.
+Garbage detach_garbage(Pass &pass, const std::vector<Holder *> &holders) {
     const HeapGraph &g = pass.graph;
     PodArray<Holder *> garbage;
     // An entry, and once it is removed the value it held: both are dropped last.
@@ -650,7 +655,7 @@ Py_ssize_t detach_garbage(Pass &pass, const std::vector<Holder *> &holders) {
     }
     if (!ok) {
         PyErr_NoMemory();
-        return -1;
+        return Garbage{-1, 0};
     }
     // In address order, as a map frees its entries (ephemeron_map.cpp): the
     // order they were found in follows the maps' hashed tables.
@@ -664,13 +669,13 @@ Py_ssize_t detach_garbage(Pass &pass, const std::vector<Holder *> &holders) {
     for (size_t i = 0; i < garbage_entries.size(); i++) {
         Py_INCREF(garbage_entries[i].entry);
     }
-    Py_ssize_t detached = 0;
+    Garbage found;
     for (size_t i = 0; i < garbage.size(); i++) {
-        detached += registry_detach(garbage[i]);
+        found.holders += registry_detach(garbage[i]);
     }
     for (size_t i = 0; i < garbage_entries.size(); i++) {
         garbage_entries[i].value = ephemeron_detach(garbage_entries[i].entry);
-        detached += garbage_entries[i].value != nullptr;
+        found.entries += garbage_entries[i].value != nullptr;
     }
     for (size_t i = 0; i < garbage.size(); i++) {
         Py_DECREF(garbage[i]);
@@ -679,7 +684,7 @@ Py_ssize_t detach_garbage(Pass &pass, const std::vector<Holder *> &holders) {
         Py_DECREF(garbage_entries[i].entry);
         Py_XDECREF(garbage_entries[i].value);
     }
-    return detached;
+    return found;
 }
 
 // One pass seeded with the codes of registry->holders[first, end) (and with
@@ -726,7 +731,7 @@ Py_ssize_t run_pass(PassKind kind, MapSeeds maps, size_t first, size_t end, size
     // Analysis: from here to detach_garbage nothing runs Python code, nothing
     // allocates a Python object, and no reference count changes.
     ok = ok && explore(pass, r->holders, first, end, maps) && propagate_liveness(pass.graph, pass.stack);
-    Py_ssize_t detached = -1;
+    Garbage found{-1, 0};
     if (ok) {
         // The survivors are known: age them now, so that holders attached by
         // code run while detaching start young. Ageing moves only the
@@ -735,7 +740,7 @@ Py_ssize_t run_pass(PassKind kind, MapSeeds maps, size_t first, size_t end, size
             registry_all_old(r);
             ephemeron_all_old();
         }
-        detached = detach_garbage(pass, r->holders);
+        found = detach_garbage(pass, r->holders);
     } else {
         PyErr_NoMemory();
     }
@@ -745,8 +750,12 @@ Py_ssize_t run_pass(PassKind kind, MapSeeds maps, size_t first, size_t end, size
     if (pass.graph.budget_exhausted) {
         state.stats.budget_exhausted++;
     }
-    uint64_t found = detached > 0 ? static_cast<uint64_t>(detached) : 0;
-    state.stats.detached_by_collector += found;
+    // Holders and map entries are counted apart: each kind's figures, and
+    // automatic collection's policy, are about that kind alone.
+    uint64_t holders = found.holders > 0 ? static_cast<uint64_t>(found.holders) : 0;
+    uint64_t entries = static_cast<uint64_t>(found.entries);
+    state.stats.detached_by_collector += holders;
+    state.stats.entries_removed_by_collector += entries;
     state.stats.last_nodes = pass.graph.explored();
     // The arrays of a pass over many holders are sized for all of them;
     // keeping them would add to what every holder costs (bench/bench_memory.py).
@@ -760,7 +769,8 @@ Py_ssize_t run_pass(PassKind kind, MapSeeds maps, size_t first, size_t end, size
     if (automatic) {
         state.stats.auto_collections++;
         state.stats.auto_seconds += elapsed.count();
-        state.stats.auto_detached += found;
+        state.stats.auto_detached += holders;
+        state.stats.auto_entries_removed += entries;
         state.stats.auto_max_pause = std::max(state.stats.auto_max_pause, elapsed.count());
     }
     if (maps == MapSeeds::kAll && ok) {
@@ -773,7 +783,7 @@ Py_ssize_t run_pass(PassKind kind, MapSeeds maps, size_t first, size_t end, size
         state.attached_mark = still->attached_total;
     }
     state.running = false;
-    return detached;
+    return found.holders < 0 ? -1 : found.holders + found.entries;
 }
 
 }  // namespace

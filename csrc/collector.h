@@ -29,13 +29,16 @@ constexpr Py_ssize_t kMaxBudget = 0x7FFFFFFF;
 struct CollectorStats {
     uint64_t collections = 0;            // passes run (explicit and automatic)
     uint64_t auto_collections = 0;       // of which started from gc.callbacks
+    // Holders and map entries apart (auto_collect.h, "Holders and map entries").
     uint64_t detached_by_collector = 0;  // holders detached, cumulative
+    uint64_t entries_removed_by_collector = 0;  // ephemeron map entries removed, cumulative
     uint64_t budget_exhausted = 0;       // passes that stopped adding nodes at the budget
     uint64_t last_nodes = 0;             // objects the last pass explored (nodes and
                                          // single-reference objects merged into them)
     double last_seconds = 0.0;           // duration of the last pass (analysis and detach)
     double auto_seconds = 0.0;           // time spent in automatic passes, cumulative
     uint64_t auto_detached = 0;          // holders detached by automatic passes, cumulative
+    uint64_t auto_entries_removed = 0;   // map entries removed by automatic passes, cumulative
     double auto_max_pause = 0.0;         // the longest automatic pass, in seconds
 };
 

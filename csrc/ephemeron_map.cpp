@@ -585,10 +585,10 @@ PyObject *map_clear(PyObject *self, PyObject *) {
     Py_RETURN_NONE;
 }
 
-enum class Snapshot { kKeys, kValues, kItems };
+enum class Snapshot { kKeys, kItems };
 
-// A new list of the keys, values or (key, value) pairs of the entries in the
-// table now.
+// A new list of the keys or (key, value) pairs of the entries in the table
+// now.
 PyObject *snapshot(EphemeronMap *m, Snapshot what) {
     // Building the list allocates, which may run code that changes the
     // table: first take a reference to every key and value, which runs none.
@@ -609,9 +609,7 @@ PyObject *snapshot(EphemeronMap *m, Snapshot what) {
     for (size_t j = 0; list != nullptr && j < count; j++) {
         PyObject *key = held[2 * j];
         PyObject *value = held[2 * j + 1];
-        PyObject *item = what == Snapshot::kKeys     ? Py_NewRef(key)
-                         : what == Snapshot::kValues ? Py_NewRef(value)
-                                                     : PyTuple_Pack(2, key, value);
+        PyObject *item = what == Snapshot::kKeys ? Py_NewRef(key) : PyTuple_Pack(2, key, value);
         if (item == nullptr) {
             Py_CLEAR(list);
         } else {
@@ -625,15 +623,35 @@ PyObject *snapshot(EphemeronMap *m, Snapshot what) {
     return list;
 }
 
-PyObject *map_keys(PyObject *self, PyObject *) {
-    return snapshot(reinterpret_cast<EphemeronMap *>(self), Snapshot::kKeys);
+// A new reference to collections.abc.<name>, or NULL with an exception.
+PyObject *abc_attribute(const char *name) {
+    PyObject *abc = PyImport_ImportModule("collections.abc");
+    if (abc == nullptr) {
+        return nullptr;
+    }
+    PyObject *attribute = PyObject_GetAttrString(abc, name);
+    Py_DECREF(abc);
+    return attribute;
 }
-PyObject *map_values(PyObject *self, PyObject *) {
-    return snapshot(reinterpret_cast<EphemeronMap *>(self), Snapshot::kValues);
+
+// keys(), values() and items() return the views of collections.abc, as
+// Mapping's own methods do: the map is registered as a MutableMapping, so
+// code typed against Mapping may use set operations on keys() and items().
+// They are live, as dict's views are, and iterate over a snapshot of the
+// keys (map_iter), which keeps those keys alive until the iteration ends.
+PyObject *abc_view(PyObject *self, const char *view_name) {
+    PyObject *view_type = abc_attribute(view_name);
+    if (view_type == nullptr) {
+        return nullptr;
+    }
+    PyObject *view = PyObject_CallOneArg(view_type, self);
+    Py_DECREF(view_type);
+    return view;
 }
-PyObject *map_items(PyObject *self, PyObject *) {
-    return snapshot(reinterpret_cast<EphemeronMap *>(self), Snapshot::kItems);
-}
+
+PyObject *map_keys(PyObject *self, PyObject *) { return abc_view(self, "KeysView"); }
+PyObject *map_values(PyObject *self, PyObject *) { return abc_view(self, "ValuesView"); }
+PyObject *map_items(PyObject *self, PyObject *) { return abc_view(self, "ItemsView"); }
 
 PyObject *map_iter(PyObject *self) {
     PyObject *keys = snapshot(reinterpret_cast<EphemeronMap *>(self), Snapshot::kKeys);
@@ -645,52 +663,80 @@ PyObject *map_iter(PyObject *self) {
     return iterator;
 }
 
-// update(other=(), /): from a mapping (anything with keys()) or an iterable
-// of pairs, as dict.update; keyword arguments would be str keys, which
-// cannot be weakly referenced, so there are none.
-int update_from(EphemeronMap *m, PyObject *other) {
-    PyObject *keys = PyObject_CallMethod(other, "keys", nullptr);
-    bool pairs = keys == nullptr && PyErr_ExceptionMatches(PyExc_AttributeError);
-    if (keys == nullptr && !pairs) {
-        return -1;
+// `item` as a (key, value) tuple (a new reference), or NULL with an
+// exception: any sequence of two items, as dict.update takes.
+PyObject *as_pair(PyObject *item, const char *operation) {
+    PyObject *pair = PySequence_Tuple(item);
+    if (pair != nullptr && PyTuple_GET_SIZE(pair) != 2) {
+        PyErr_Format(PyExc_ValueError,
+                     "coextra: %s needs (key, value) pairs, not a sequence of %zd items", operation,
+                     PyTuple_GET_SIZE(pair));
+        Py_CLEAR(pair);
     }
-    PyErr_Clear();
-    PyObject *iterator = PyObject_GetIter(pairs ? other : keys);
-    Py_XDECREF(keys);
+    return pair;
+}
+
+// Sets every pair of `iterable` (of (key, value) pairs) in m. 0, or -1 with
+// an exception.
+int set_pairs(EphemeronMap *m, PyObject *iterable) {
+    PyObject *iterator = PyObject_GetIter(iterable);
     if (iterator == nullptr) {
         return -1;
     }
     int result = 0;
     PyObject *item;
     while (result == 0 && (item = PyIter_Next(iterator)) != nullptr) {
-        PyObject *key = item;
-        PyObject *value = nullptr;
-        PyObject *pair = nullptr;
-        if (pairs) {
-            pair = PySequence_Tuple(item);
-            if (pair == nullptr || PyTuple_GET_SIZE(pair) != 2) {
-                if (pair != nullptr) {
-                    PyErr_SetString(PyExc_ValueError,
-                                    "EphemeronMap.update: each item must be a (key, value) pair");
-                }
-                result = -1;
-            } else {
-                key = PyTuple_GET_ITEM(pair, 0);
-                value = Py_NewRef(PyTuple_GET_ITEM(pair, 1));
-            }
-        } else {
-            value = PyObject_GetItem(other, key);
-            result = value == nullptr ? -1 : 0;
-        }
-        if (result == 0) {
-            result = ephemeron_set(m, key, value);
-        }
-        Py_XDECREF(value);
+        PyObject *pair = as_pair(item, "EphemeronMap.update");
+        result = pair != nullptr ? ephemeron_set(m, PyTuple_GET_ITEM(pair, 0), PyTuple_GET_ITEM(pair, 1)) : -1;
         Py_XDECREF(pair);
         Py_DECREF(item);
     }
     Py_DECREF(iterator);
     return result == 0 && PyErr_Occurred() ? -1 : result;
+}
+
+// Sets other[key] for every key of `keys` in m. 0, or -1 with an exception.
+int set_keys_of(EphemeronMap *m, PyObject *other, PyObject *keys) {
+    PyObject *iterator = PyObject_GetIter(keys);
+    if (iterator == nullptr) {
+        return -1;
+    }
+    int result = 0;
+    PyObject *key;
+    while (result == 0 && (key = PyIter_Next(iterator)) != nullptr) {
+        PyObject *value = PyObject_GetItem(other, key);
+        result = value != nullptr ? ephemeron_set(m, key, value) : -1;
+        Py_XDECREF(value);
+        Py_DECREF(key);
+    }
+    Py_DECREF(iterator);
+    return result == 0 && PyErr_Occurred() ? -1 : result;
+}
+
+// update(other=(), /): as dict.update: from a mapping (anything with a keys
+// attribute; an exception raised by keys() itself propagates) or else an
+// iterable of pairs. Keyword arguments would be str keys, which cannot be
+// weakly referenced, so there are none.
+int update_from(EphemeronMap *m, PyObject *other) {
+    if (Py_IS_TYPE(other, &EphemeronMapType)) {
+        PyObject *items = snapshot(reinterpret_cast<EphemeronMap *>(other), Snapshot::kItems);
+        int result = items != nullptr ? set_pairs(m, items) : -1;
+        Py_XDECREF(items);
+        return result;
+    }
+    PyObject *keys_method = PyObject_GetAttrString(other, "keys");
+    if (keys_method == nullptr) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            return -1;
+        }
+        PyErr_Clear();
+        return set_pairs(m, other);
+    }
+    PyObject *keys = PyObject_CallNoArgs(keys_method);
+    Py_DECREF(keys_method);
+    int result = keys != nullptr ? set_keys_of(m, other, keys) : -1;
+    Py_XDECREF(keys);
+    return result;
 }
 
 PyObject *map_update(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -704,6 +750,15 @@ PyObject *map_update(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     Py_RETURN_NONE;
 }
 
+// copy(): a new map with the same entries (a shallow copy, as dict.copy).
+PyObject *map_copy(PyObject *self, PyObject *) {
+    PyObject *copy = map_alloc_new(&EphemeronMapType);
+    if (copy != nullptr && update_from(reinterpret_cast<EphemeronMap *>(copy), self) < 0) {
+        Py_CLEAR(copy);
+    }
+    return copy;
+}
+
 int map_init(PyObject *self, PyObject *args, PyObject *kwargs) {
     PyObject *other = nullptr;
     if (kwargs != nullptr && PyDict_GET_SIZE(kwargs) != 0) {
@@ -714,6 +769,59 @@ int map_init(PyObject *self, PyObject *args, PyObject *kwargs) {
         return -1;
     }
     return other != nullptr ? update_from(reinterpret_cast<EphemeronMap *>(self), other) : 0;
+}
+
+// m == other as Mapping.__eq__ answers, with m's keys compared by identity:
+// other has as many items, and each of its keys is (the very object) a key
+// of m whose value is equal to other's. As the lengths match and m's keys
+// are distinct objects, that is every entry of m. 1, 0, or -1 with an
+// exception.
+int map_equal(EphemeronMap *m, PyObject *other) {
+    if (other == reinterpret_cast<PyObject *>(m)) {
+        return 1;
+    }
+    PyObject *items = PyMapping_Items(other);
+    if (items == nullptr) {
+        return -1;
+    }
+    int equal = PyList_GET_SIZE(items) == static_cast<Py_ssize_t>(m->size);
+    for (Py_ssize_t i = 0; equal == 1 && i < PyList_GET_SIZE(items); i++) {
+        PyObject *pair = as_pair(PyList_GET_ITEM(items, i), "EphemeronMap.__eq__");
+        if (pair == nullptr) {
+            equal = -1;
+            break;
+        }
+        // The comparison may run code that changes m: hold the value.
+        EphemeronEntry *e = find(m, PyTuple_GET_ITEM(pair, 0));
+        PyObject *mine = e != nullptr ? Py_NewRef(e->value) : nullptr;
+        equal = mine != nullptr ? PyObject_RichCompareBool(mine, PyTuple_GET_ITEM(pair, 1), Py_EQ) : 0;
+        Py_XDECREF(mine);
+        Py_DECREF(pair);
+    }
+    Py_DECREF(items);
+    return equal;
+}
+
+// == and != against any collections.abc.Mapping (map_equal); other
+// comparisons and other types: NotImplemented, as Mapping.__eq__.
+PyObject *map_richcompare(PyObject *self, PyObject *other, int op) {
+    if (op != Py_EQ && op != Py_NE) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    int mapping = 1;
+    if (!Py_IS_TYPE(other, &EphemeronMapType)) {
+        PyObject *abc_mapping = abc_attribute("Mapping");
+        mapping = abc_mapping != nullptr ? PyObject_IsInstance(other, abc_mapping) : -1;
+        Py_XDECREF(abc_mapping);
+    }
+    if (mapping <= 0) {
+        return mapping < 0 ? nullptr : Py_NewRef(Py_NotImplemented);
+    }
+    int equal = map_equal(reinterpret_cast<EphemeronMap *>(self), other);
+    if (equal < 0) {
+        return nullptr;
+    }
+    return PyBool_FromLong((op == Py_EQ) == (equal == 1));
 }
 
 PyObject *map_repr(PyObject *self) {
@@ -733,10 +841,10 @@ PyMethodDef map_methods[] = {
     {"popitem", map_popitem, METH_NOARGS,
      "popitem($self, /)\n--\n\nRemoves and returns some (key, value) pair; KeyError when empty."},
     {"clear", map_clear, METH_NOARGS, "clear($self, /)\n--\n\nRemoves every entry."},
-    {"keys", map_keys, METH_NOARGS, "keys($self, /)\n--\n\nA list of the keys now (a snapshot)."},
-    {"values", map_values, METH_NOARGS, "values($self, /)\n--\n\nA list of the values now (a snapshot)."},
-    {"items", map_items, METH_NOARGS,
-     "items($self, /)\n--\n\nA list of the (key, value) pairs now (a snapshot)."},
+    {"keys", map_keys, METH_NOARGS, "keys($self, /)\n--\n\nA collections.abc.KeysView of the map."},
+    {"values", map_values, METH_NOARGS, "values($self, /)\n--\n\nA collections.abc.ValuesView of the map."},
+    {"items", map_items, METH_NOARGS, "items($self, /)\n--\n\nA collections.abc.ItemsView of the map."},
+    {"copy", map_copy, METH_NOARGS, "copy($self, /)\n--\n\nA new EphemeronMap with the same entries."},
     {"update", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(map_update)), METH_FASTCALL,
      "update(other=(), /)\n--\n\nSets every pair of a mapping or an iterable of (key, value) pairs."},
     {"__class_getitem__", Py_GenericAlias, METH_O | METH_CLASS,
@@ -839,11 +947,7 @@ PyObject *ephemeron_detach(EphemeronEntry *entry) {
     if (m == nullptr || entry->value == nullptr) {
         return nullptr;  // removed already, or its key is dying and the callback will
     }
-    PyObject *value = take_value(m, entry);  // the caller's reference keeps the entry
-    if (value != nullptr) {
-        state.removed_by_collector++;
-    }
-    return value;
+    return take_value(m, entry);  // the caller's reference keeps the entry
 }
 
 int ephemeron_get(EphemeronMap *m, PyObject *key, PyObject **value) {
@@ -935,6 +1039,9 @@ int ephemeron_types_ready() {
     EphemeronMapType.tp_traverse = map_traverse;
     EphemeronMapType.tp_clear = map_tp_clear;
     EphemeronMapType.tp_repr = map_repr;
+    // Equal maps must hash alike, and a map's items change: unhashable, as dict.
+    EphemeronMapType.tp_richcompare = map_richcompare;
+    EphemeronMapType.tp_hash = PyObject_HashNotImplemented;
     EphemeronMapType.tp_iter = map_iter;
     EphemeronMapType.tp_as_mapping = &map_as_mapping;
     EphemeronMapType.tp_as_sequence = &map_as_sequence;

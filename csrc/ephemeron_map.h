@@ -98,7 +98,6 @@ struct EphemeronState {
     std::vector<EphemeronMap *> maps;
     size_t entries = 0;           // in the tables of all maps
     uint64_t added_total = 0;     // entries ever added
-    uint64_t removed_by_collector = 0;
     // Over every map's EntryGenerations: addresses listed, and generations
     // that are whole maps.
     size_t listed = 0;

@@ -51,8 +51,9 @@ install_debian_packages() {
         log "not a Debian system: install cmake, g++, GoogleTest, Google Benchmark, valgrind, clang yourself"
         return 0
     fi
+    # nodejs: pyright's (requirements-dev.txt).
     apt_install build-essential cmake libgtest-dev libgmock-dev libbenchmark-dev valgrind clang \
-        python3-venv $(debug_python_package)
+        python3-venv nodejs $(debug_python_package)
     # Sanitizer runtimes for clang (LeakSanitizer lives there), versioned like clang.
     local clang_major
     clang_major=$(clang -dumpversion | cut -d. -f1)

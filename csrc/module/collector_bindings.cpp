@@ -120,14 +120,17 @@ void add_collector_stats(py::dict &out) {
     const std::pair<const char *, uint64_t> counts[] = {
         {"collections", s.collections}, {"auto_collections", s.auto_collections},
         {"detached_by_collector", s.detached_by_collector}, {"last_nodes", s.last_nodes},
+        {"ephemeron_removed_by_collector", s.entries_removed_by_collector},
         {"budget_exhausted", s.budget_exhausted}, {"auto_detached", s.auto_detached},
+        {"auto_ephemeron_removed", s.auto_entries_removed},
         {"auto_generation_passes", a.generation_passes},
         {"auto_generation_slices", a.generation_slices},
         {"auto_last_generation_detached", a.last_generation_detached},
         {"auto_sweeps", a.sweeps}, {"auto_sweep_slices", a.sweep_slices},
         {"auto_last_sweep_detached", a.last_sweep_detached},
         {"map_scans", collector_map_scans().scans},
-        {"auto_passes_to_old", static_cast<uint64_t>(auto_collect_passes_to_old())}};
+        {"auto_passes_to_old", static_cast<uint64_t>(auto_collect_passes_to_old())},
+        {"auto_ephemeron_passes_to_old", static_cast<uint64_t>(auto_collect_entry_passes_to_old())}};
     const std::pair<const char *, double> seconds[] = {
         {"last_seconds", s.last_seconds}, {"auto_seconds", s.auto_seconds},
         {"auto_max_pause", s.auto_max_pause}};

@@ -118,7 +118,6 @@ py::dict stats() {
     out["ephemeron_maps"] = internals.ephemeron.maps.size();
     out["ephemeron_entries"] = internals.ephemeron.entries;
     out["ephemeron_entries_alive"] = internals.live.ephemeron_entries;
-    out["ephemeron_removed_by_collector"] = internals.ephemeron.removed_by_collector;
     add_collector_stats(out);
     return out;
 }

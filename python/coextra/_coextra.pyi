@@ -1,7 +1,27 @@
-from types import CodeType, FunctionType, MethodType, ModuleType
-from typing import Any, Callable, Generic, Iterable, Iterator, Mapping, Optional, TypeVar, Union
+from _typeshed import SupportsKeysAndGetItem
+from types import CodeType, ModuleType
+from typing import (
+    Any,
+    Callable,
+    ClassVar,
+    ItemsView,
+    Iterable,
+    Iterator,
+    KeysView,
+    MutableMapping,
+    Optional,
+    TypedDict,
+    TypeVar,
+    Union,
+    ValuesView,
+    overload,
+)
 
-_Target = Union[CodeType, FunctionType, MethodType]
+# What holder(), attach() and detach() take: a code object, or a function or
+# bound method (its __code__). Type checkers see a plain `def`, a lambda and a
+# bound method as callables, so any callable is accepted here; one without
+# Python code (a class, a builtin) raises TypeError at run time.
+_Target = Union[CodeType, Callable[..., Any]]
 
 class Entry:
     @property
@@ -26,34 +46,93 @@ class Holder:
 
 _K = TypeVar("_K")
 _V = TypeVar("_V")
-_D = TypeVar("_D")
-
-# Registered as a collections.abc.MutableMapping at import (a C type cannot
-# inherit it); keys(), values() and items() return snapshot lists.
-class EphemeronMap(Generic[_K, _V]):
-    def __init__(self, other: Union[Mapping[_K, _V], Iterable[tuple[_K, _V]]] = (), /) -> None: ...
+_T = TypeVar("_T")
+# At run time a C type registered as a collections.abc.MutableMapping (it
+# cannot inherit the ABC); it implements every method itself. keys(),
+# values() and items() return the views of collections.abc.
+class EphemeronMap(MutableMapping[_K, _V]):
+    @overload
+    def __init__(self, /) -> None: ...
+    @overload
+    def __init__(self, other: SupportsKeysAndGetItem[_K, _V], /) -> None: ...
+    @overload
+    def __init__(self, other: Iterable[tuple[_K, _V]], /) -> None: ...
     def __getitem__(self, key: _K, /) -> _V: ...
     def __setitem__(self, key: _K, value: _V, /) -> None: ...
     def __delitem__(self, key: _K, /) -> None: ...
     def __contains__(self, key: object, /) -> bool: ...
     def __len__(self) -> int: ...
     def __iter__(self) -> Iterator[_K]: ...
-    def get(self, key: _K, default: Optional[_D] = None, /) -> Union[_V, Optional[_D]]: ...
-    def setdefault(self, key: _K, default: _V = ..., /) -> _V: ...
-    def pop(self, key: _K, default: _D = ..., /) -> Union[_V, _D]: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    @overload
+    def get(self, key: _K, /) -> Optional[_V]: ...
+    @overload
+    def get(self, key: _K, default: Union[_V, _T], /) -> Union[_V, _T]: ...
+    @overload
+    def setdefault(self: EphemeronMap[_K, Optional[_T]], key: _K, default: None = None, /) -> Optional[_T]: ...
+    @overload
+    def setdefault(self, key: _K, default: _V, /) -> _V: ...
+    @overload
+    def pop(self, key: _K, /) -> _V: ...
+    @overload
+    def pop(self, key: _K, default: _V, /) -> _V: ...
+    @overload
+    def pop(self, key: _K, default: _T, /) -> Union[_V, _T]: ...
     def popitem(self) -> tuple[_K, _V]: ...
     def clear(self) -> None: ...
-    def keys(self) -> list[_K]: ...
-    def values(self) -> list[_V]: ...
-    def items(self) -> list[tuple[_K, _V]]: ...
-    def update(self, other: Union[Mapping[_K, _V], Iterable[tuple[_K, _V]]] = (), /) -> None: ...
+    def keys(self) -> KeysView[_K]: ...
+    def values(self) -> ValuesView[_V]: ...
+    def items(self) -> ItemsView[_K, _V]: ...
+    # No keyword arguments: they would be str keys, which cannot be weakly
+    # referenced (MutableMapping.update accepts them for str keys only, which
+    # pyright reads as an override that misses overloads).
+    @overload
+    def update(self, /) -> None: ...
+    @overload
+    def update(self, other: SupportsKeysAndGetItem[_K, _V], /) -> None: ...
+    @overload
+    def update(self, other: Iterable[tuple[_K, _V]], /) -> None: ...  # pyright: ignore[reportIncompatibleMethodOverride]
+    def copy(self) -> EphemeronMap[_K, _V]: ...
+
+# What stats() returns (docs/collector.md and README.md say what each means).
+class _Stats(TypedDict):
+    holders: int
+    entries: int
+    attached_total: int
+    detached_total: int
+    holders_alive: int
+    entries_alive: int
+    ephemeron_maps: int
+    ephemeron_entries: int
+    ephemeron_entries_alive: int
+    collections: int
+    auto_collections: int
+    detached_by_collector: int
+    ephemeron_removed_by_collector: int
+    last_nodes: int
+    budget_exhausted: int
+    auto_detached: int
+    auto_ephemeron_removed: int
+    auto_generation_passes: int
+    auto_generation_slices: int
+    auto_last_generation_detached: int
+    auto_sweeps: int
+    auto_sweep_slices: int
+    auto_last_sweep_detached: int
+    map_scans: int
+    auto_passes_to_old: int
+    auto_ephemeron_passes_to_old: int
+    last_seconds: float
+    auto_seconds: float
+    auto_max_pause: float
 
 def holder(obj: _Target, create: bool = False) -> Optional[Holder]: ...
 def attach(obj: _Target, product: Any, guard: Optional[Callable[..., Any]] = None) -> Entry: ...
 def detach(obj: _Target) -> bool: ...
 def reset() -> int: ...
 def holders() -> list[Holder]: ...
-def stats() -> dict[str, float]: ...
+def stats() -> _Stats: ...
 
 # The C API capsule, and the evalframe backend's functions (typed in
 # coextra/evalframe.pyi, their public face).

@@ -203,6 +203,7 @@ protected:
         internals.auto_collect.generation.auto_detached_at_begin = collector_stats().auto_detached;
         // Nor has any cache of it died yet (adaptive tenuring).
         internals.auto_collect.detached_at_program_start = collector_stats().detached_by_collector;
+        internals.auto_collect.entries_removed_at_program_start = collector_stats().entries_removed_by_collector;
     }
     void TearDown() override {
         py::module_::import("gc").attr("enable")();
@@ -529,6 +530,13 @@ protected:
             ASSERT_EQ(ephemeron_set(m(), keys.back().ptr(), py::make_tuple(keys.back()).ptr()), 0);
         }
     }
+    // n entries whose key only its own value references.
+    void add_dead_entries(size_t n) {
+        for (size_t i = 0; i < n; i++) {
+            py::object key = make_function("dead_key" + std::to_string(i));
+            ASSERT_EQ(ephemeron_set(m(), key.ptr(), py::make_tuple(key).ptr()), 0);
+        }
+    }
     py::object map;
     std::vector<py::object> keys;
     MapScans scans_before;
@@ -583,20 +591,49 @@ TEST_F(MapGenerations, APassBegunAgainBeforeItAgedKeepsEveryEntryListedOnce) {
     EXPECT_EQ(internals.ephemeron.listed, 0u);
 }
 
-TEST_F(MapGenerations, EntriesBecomeOldAsHoldersDo) {
+// Adaptive tenuring, for map entries and holders apart (auto_collect.h,
+// "Holders and map entries"): a dead holder says nothing about map entries.
+TEST_F(MapGenerations, EntriesNeedTwoPassesToBecomeOldOnlyOnceAMapEntryHasDied) {
     add_entries(10);
     gc_pass(2);
     EXPECT_FALSE(ephemeron_generations_pending()) << "found live once while nothing dies: old";
     add_entries(10);
     attach_dead(5);
     EXPECT_EQ(gc_pass(2), 5);
-    EXPECT_TRUE(ephemeron_generations_pending()) << "found live once after a cache died: middle";
-    EXPECT_EQ(ephemeron_generation_seeds(m()), 10u);
+    EXPECT_EQ(auto_collect_passes_to_old(), 2);
+    EXPECT_EQ(auto_collect_entry_passes_to_old(), 1);
+    EXPECT_FALSE(ephemeron_generations_pending()) << "a holder died, no map entry: still old after one pass";
+    add_entries(10);
+    add_dead_entries(5);
+    EXPECT_EQ(gc_pass(2), 5);
+    EXPECT_EQ(auto_collect_entry_passes_to_old(), 2);
+    EXPECT_TRUE(ephemeron_generations_pending()) << "found live once after an entry died: middle";
+    EXPECT_GE(ephemeron_generation_seeds(m()), 10u) << "(the dead ones' addresses may stay listed)";
     for (int pass = 0; pass < 2; pass++) {
         add_entries(10);
         EXPECT_EQ(gc_pass(2), 0);
         EXPECT_EQ(ephemeron_generation_seeds(m()), 10u) << "nothing died lately, yet the newest are middle";
     }
+}
+
+// ... and a dead map entry says nothing about holders, nor counts as one.
+TEST_F(MapGenerations, DeadMapEntriesLeaveTheHoldersTenuringAndCountsAlone) {
+    uint64_t holders_before = collector_stats().detached_by_collector;
+    uint64_t auto_holders_before = collector_stats().auto_detached;
+    uint64_t entries_before = collector_stats().entries_removed_by_collector;
+    uint64_t auto_entries_before = collector_stats().auto_entries_removed;
+    add_dead_entries(20);
+    EXPECT_EQ(gc_pass(2), 20);
+    EXPECT_EQ(collector_stats().detached_by_collector, holders_before);
+    EXPECT_EQ(collector_stats().auto_detached, auto_holders_before);
+    EXPECT_EQ(collector_stats().entries_removed_by_collector, entries_before + 20);
+    EXPECT_EQ(collector_stats().auto_entries_removed, auto_entries_before + 20);
+    EXPECT_EQ(internals.auto_collect.stats.last_generation_detached, 0u) << "holders only";
+    EXPECT_EQ(auto_collect_entry_passes_to_old(), 2);
+    EXPECT_EQ(auto_collect_passes_to_old(), 1);
+    attach_live(300);
+    whole_pass();
+    EXPECT_EQ(registry_get()->old_end, 300u) << "found live once while no holder died: old";
 }
 
 TEST_F(MapGenerations, AMapFilledFasterThanPassesComeIsExaminedWhole) {

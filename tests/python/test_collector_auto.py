@@ -160,6 +160,54 @@ def test_a_generation_pass_makes_holders_old_at_once_until_a_cache_dies():
     assert proc.stdout.split() == ["1", "1", "50", "2", "2"]
 
 
+def test_holders_and_map_entries_are_counted_apart():
+    """In a fresh process that never attaches a holder, map entries the
+    collector removes (by collect() and automatically) count as entries
+    removed, not as holders detached, and leave the holders' tenuring alone;
+    map entries have their own. Then a dead holder counts as a holder only."""
+    script = textwrap.dedent(
+        """
+        import gc, coextra
+
+        class Key:
+            pass
+
+        def dead_entries(m, n):
+            for _ in range(n):
+                k = Key()
+                m[k] = [k]  # only its own value references the key
+
+        gc.disable()  # only the calls below collect
+        m = coextra.EphemeronMap()
+        dead_entries(m, 100)
+        print(coextra.collect())
+        dead_entries(m, 30)
+        gc.collect()  # automatic: the first generation pass scans every map
+        s = coextra.stats()
+        print(s["detached_total"], s["detached_by_collector"], s["auto_detached"],
+              s["ephemeron_removed_by_collector"], s["auto_ephemeron_removed"],
+              s["auto_last_generation_detached"], s["auto_passes_to_old"],
+              s["auto_ephemeron_passes_to_old"])
+        ns = {}
+        exec("def f(x):\\n    return x\\n", ns)
+        coextra.attach(ns["f"], [ns["f"]])
+        del ns
+        print(coextra.collect())
+        s = coextra.stats()
+        print(s["detached_total"], s["detached_by_collector"], s["ephemeron_removed_by_collector"],
+              s["auto_passes_to_old"])
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=subprocess_env(), timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "100", "collect() returns holders detached plus entries removed"
+    assert lines[1].split() == ["0", "0", "0", "130", "30", "0", "1", "2"]
+    assert lines[2] == "1"
+    assert lines[3].split() == ["1", "1", "130", "2"]
+
+
 def attached(refs) -> int:
     """How many of the code objects still have a holder."""
     return sum(1 for r in refs if r() is not None and coextra.holder(r()) is not None)

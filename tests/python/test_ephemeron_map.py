@@ -67,7 +67,7 @@ def problems(m) -> list:
     """Why m is not a consistent mapping ([] when it is). Returns instead of
     asserting, so that finalizers and threads can call it."""
     found = []
-    items = m.items()
+    items = list(m.items())
     if not (len(m) == len(items) == len(m.keys()) == len(m.values()) == len(list(m))):
         found.append(f"len {len(m)} but {len(items)} items")
     if len({id(k) for k, _ in items}) != len(items):
@@ -150,7 +150,7 @@ def test_clear_removes_every_entry_and_frees_the_values():
         m[k] = v
     del values, v
     m.clear()
-    assert len(m) == 0 and m.keys() == [] and all(k not in m for k in keys)
+    assert len(m) == 0 and not m.keys() and all(k not in m for k in keys)
     assert all(r() is None for r in refs)
     m[keys[0]] = "again"  # still usable
     assert m[keys[0]] == "again"
@@ -204,7 +204,7 @@ def test_keys_that_cannot_be_weakly_referenced_raise_type_error(operation):
         expected = f"keys must support weak references, not '{type(key).__name__}'"
         with pytest.raises(TypeError, match=expected):
             operation(m, key)
-    assert m.items() == [(other, "other")]
+    assert list(m.items()) == [(other, "other")]
 
 
 @pytest.mark.parametrize("key", NOT_WEAKREFABLE, ids=lambda k: type(k).__name__)
@@ -253,20 +253,25 @@ def test_is_generic_in_annotations_like_dict():
     assert alias.__origin__ is coextra.EphemeronMap and alias.__args__ == (Key, int)
 
 
-def test_keys_values_items_are_list_snapshots_unaffected_by_later_changes():
+def test_keys_values_items_are_the_live_views_of_collections_abc():
     m = coextra.EphemeronMap()
     a, b, c = Key(), Key(), Key()
     m[a], m[b] = "a", "b"
     keys, values, items = m.keys(), m.values(), m.items()
-    assert type(keys) is list and type(values) is list and type(items) is list
+    assert isinstance(keys, collections.abc.KeysView) and isinstance(values, collections.abc.ValuesView)
+    assert isinstance(items, collections.abc.ItemsView)
+    snapshot = list(items)
     m[c] = "c"
     del m[a]
     m[b] = "B"
-    assert {id(k) for k in keys} == {id(a), id(b)}
-    assert sorted(values) == ["a", "b"]
-    assert sorted((v, id(k)) for k, v in items) == sorted([("a", id(a)), ("b", id(b))])
-    assert {id(k) for k in m.keys()} == {id(b), id(c)}
-    assert {id(k): v for k, v in m.items()} == {id(b): "B", id(c): "c"}
+    assert sorted((v, id(k)) for k, v in snapshot) == sorted([("a", id(a)), ("b", id(b))])
+    assert len(keys) == 2 and b in keys and a not in keys and c in keys
+    assert {id(k) for k in keys} == {id(b), id(c)}
+    assert sorted(values) == ["B", "c"] and "B" in values
+    assert (b, "B") in items and (a, "a") not in items
+    assert {id(k): v for k, v in items} == {id(b): "B", id(c): "c"}
+    # Set operations, as on any Mapping's keys() and items().
+    assert keys - {c} == {b} and keys == coextra.EphemeronMap([(b, 0), (c, 0)]).keys()
 
 
 def test_iteration_is_over_a_snapshot_so_mutating_meanwhile_is_safe():
@@ -301,6 +306,79 @@ def test_update_and_the_constructor_take_mappings_and_iterables_of_pairs():
     copy.update({a: "replaced"})
     assert copy[a] == "replaced" and m[a] == 1
     assert len(coextra.EphemeronMap()) == 0
+
+
+class KeysRaises:
+    """A mapping whose keys() fails inside with an AttributeError."""
+
+    def keys(self):
+        raise AttributeError("a bug inside keys()")
+
+    def __iter__(self):
+        return iter([(Key(), "taken as a pair")])
+
+
+def test_update_and_the_constructor_report_an_error_raised_inside_keys():
+    # dict's rule: only a missing `keys` attribute makes the argument an
+    # iterable of pairs; an AttributeError from within keys() is the caller's bug.
+    m = coextra.EphemeronMap()
+    with pytest.raises(AttributeError, match="a bug inside keys"):
+        m.update(KeysRaises())
+    with pytest.raises(AttributeError, match="a bug inside keys"):
+        coextra.EphemeronMap(KeysRaises())
+    assert len(m) == 0
+    with pytest.raises(AttributeError, match="a bug inside keys"):
+        dict(KeysRaises())  # the behaviour matched
+
+
+def test_maps_with_the_same_items_are_equal_as_mappings_are():
+    a, b = Key(), Key()
+    value = [1, 2]
+    m = coextra.EphemeronMap([(a, value), (b, "b")])
+    same = coextra.EphemeronMap([(b, "b"), (a, [1, 2])])  # values compared by ==
+    assert m == same and not (m != same) and same == m
+    assert m == {a: [1, 2], b: "b"} and {a: [1, 2], b: "b"} == m
+    assert m == weakref.WeakKeyDictionary({a: [1, 2], b: "b"})
+    assert weakref.WeakKeyDictionary({a: [1, 2], b: "b"}) == m
+    assert m == m and coextra.EphemeronMap() == {}
+    assert m != coextra.EphemeronMap([(a, value)]), "fewer items"
+    assert m != coextra.EphemeronMap([(a, value), (b, "other")]), "another value"
+    assert m != coextra.EphemeronMap([(a, value), (Key(), "b")]), "another key"
+    assert m != [(a, value), (b, "b")] and m != None  # noqa: E711 (not mappings)
+    with pytest.raises(TypeError):
+        m < same
+
+
+def test_equality_compares_keys_by_identity():
+    # Two equal but distinct keys are two keys, in == as in lookups.
+    a, b = Same(), Same()
+    assert a == b
+    m = coextra.EphemeronMap([(a, 1)])
+    assert m != coextra.EphemeronMap([(b, 1)])
+    assert m != {b: 1} and {b: 1} != m
+
+
+def test_a_map_is_unhashable_as_a_dict_is():
+    assert coextra.EphemeronMap.__hash__ is None
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(coextra.EphemeronMap())
+    assert not isinstance(coextra.EphemeronMap(), collections.abc.Hashable)
+
+
+def test_copy_is_a_new_map_with_the_same_entries():
+    a, b = Key(), Key()
+    value = Plain()
+    m = coextra.EphemeronMap([(a, value), (b, 2)])
+    copy = m.copy()
+    assert type(copy) is coextra.EphemeronMap and copy is not m
+    assert copy == m and copy[a] is value  # shallow, as dict.copy
+    copy[a] = "changed"
+    del copy[b]
+    assert m[a] is value and m[b] == 2 and len(copy) == 1
+    assert coextra.EphemeronMap().copy() == {}
+    # The copy's entries are ephemerons too: the key's death removes them.
+    del a
+    assert len(copy) == 0 and len(m) == 1
 
 
 def test_repr_counts_the_entries():
@@ -835,7 +913,7 @@ def test_entry_and_value_go_at_once_when_the_key_dies():
     entries = coextra.stats()["ephemeron_entries"]
     del value
     del k
-    assert len(m) == 1 and m.keys() == [keep]
+    assert len(m) == 1 and list(m.keys()) == [keep]
     assert value_ref() is None, "the value is freed with the entry, no GC needed"
     assert coextra.stats()["ephemeron_entries"] == entries - 1
 
@@ -912,7 +990,7 @@ def test_a_dying_key_is_gone_from_the_map_for_its_other_weakref_callbacks():
     seen = []
 
     def callback(ref):
-        seen.append((m.keys(), m.values(), m.items(), list(m)))
+        seen.append((list(m.keys()), list(m.values()), list(m.items()), list(m)))
 
     watcher = weakref.ref(k, callback)
     del k
@@ -920,7 +998,7 @@ def test_a_dying_key_is_gone_from_the_map_for_its_other_weakref_callbacks():
     keys, values, items, iterated = seen[0]
     assert None not in keys and None not in iterated and all(key is not None for key, _ in items)
     assert keys == [other] and values == ["other"] and items == [(other, "other")] and iterated == [other]
-    assert m.items() == [(other, "other")], "and once the callbacks ran, the entry is gone"
+    assert list(m.items()) == [(other, "other")], "and once the callbacks ran, the entry is gone"
     del watcher
 
 
@@ -969,7 +1047,7 @@ def test_a_key_being_deallocated_is_neither_listed_nor_explored():
 
     class Witness:
         def __del__(self):
-            seen.append((m.keys(), [k for k, _ in m.items()], list(m), coextra.collect()))
+            seen.append((list(m.keys()), [k for k, _ in m.items()], list(m), coextra.collect()))
 
     k = SetKey()
     k.before = [[i] for i in range(50)]
@@ -1169,7 +1247,7 @@ def test_a_finalizer_that_clears_the_map_while_another_clear_runs():
     finally:
         log.clear()
     assert outcomes == [("ok", 1)] * 20
-    assert m.items() == [(keys[0], "last")]
+    assert list(m.items()) == [(keys[0], "last")]
 
 
 # =============================================================================
@@ -1227,7 +1305,7 @@ def test_threads_share_a_map_while_keys_die_and_another_thread_collects():
         try:
             while not stop.is_set():
                 removed_meanwhile.append(coextra.collect())
-                keys = m.keys()  # (other checks would race with the workers)
+                keys = list(m.keys())  # (other checks would race with the workers)
                 if any(k is None for k in keys) or len({id(k) for k in keys}) != len(keys):
                     errors.append("collector: a None or repeated key in keys()")
                 del keys
@@ -1273,11 +1351,11 @@ def test_a_map_made_in_the_parent_works_in_a_forked_child():
         ok = m[live] == "live" and m.get(k) == "child" and len(m) == 3
         ok = ok and coextra.collect() == 1 and len(m) == 2
         del m[k]
-        return ok and problems(m) == [] and m.keys() == [live]
+        return ok and problems(m) == [] and list(m.keys()) == [live]
 
     assert in_child(child) == 0
     assert len(m) == 2, "the child's changes stay in the child"
-    assert coextra.collect() == 1 and m.keys() == [live]
+    assert coextra.collect() == 1 and list(m.keys()) == [live]
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")

@@ -1,6 +1,8 @@
 """The type stubs are the runtime's signatures: every public function and
 method accepts exactly the parameters _coextra.pyi declares, by position and
-by keyword, and a typed client passes mypy --strict against them."""
+by keyword, stats() has the keys and types the stub's TypedDict declares,
+and a client written as users write passes mypy --strict and pyright against
+the stubs (which pass both themselves)."""
 
 from __future__ import annotations
 
@@ -126,6 +128,8 @@ def keyword_calls():
     yield "EphemeronMap.popitem", lambda: (m.__setitem__(f, 4), m.popitem())
     yield "EphemeronMap.__delitem__", lambda: (m.__setitem__(f, 5), m.__delitem__(f))
     yield "EphemeronMap.clear", lambda: m.clear()
+    yield "EphemeronMap.__eq__", lambda: m.__eq__({})
+    yield "EphemeronMap.copy", lambda: m.copy()
 
 
 EVALFRAME_STUB = os.path.join(REPO, "python", "coextra", "evalframe.pyi")
@@ -167,18 +171,51 @@ def test_unknown_repeated_and_missing_arguments_are_type_errors():
         holder.add(guard=None)
 
 
-def test_a_typed_client_passes_mypy_strict():
-    if shutil.which("mypy") is None and not _has_module("mypy"):
+CLIENT = os.path.join(REPO, "tests", "typing", "client.py")
+
+
+def test_stats_has_the_keys_and_types_of_the_stubs_typed_dict():
+    tree = ast.parse(open(STUB).read())
+    (declared,) = [node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "_Stats"]
+    types_ = {item.target.id: ast.unparse(item.annotation) for item in declared.body
+              if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)}
+    stats = coextra.stats()
+    assert set(stats) == set(types_)
+    assert {key: type(value).__name__ for key, value in stats.items()} == types_
+
+
+def test_the_client_and_the_stubs_pass_mypy_strict():
+    if not _has_module("mypy"):
         pytest.skip("mypy is not installed (requirements-dev.txt installs it)")
-    client = os.path.join(REPO, "tests", "typing", "client.py")
+    # --warn-unreachable: a stub that contradicts the runtime's ABC registration
+    # makes mypy skip the code after isinstance(m, MutableMapping) silently.
+    for target in (CLIENT, STUB, EVALFRAME_STUB):
+        run = subprocess.run(
+            [sys.executable, "-m", "mypy", "--strict", "--warn-unreachable", "--no-incremental",
+             "--cache-dir", os.devnull, target],
+            env=subprocess_env(), capture_output=True, text=True, cwd=REPO,
+        )
+        assert run.returncode == 0, run.stdout + run.stderr
+    # ... and the client runs.
+    run = subprocess.run([sys.executable, CLIENT], env=subprocess_env(), capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_the_client_and_the_stubs_pass_pyright_strict():
+    if not _has_module("pyright"):
+        pytest.skip("pyright is not installed (requirements-dev.txt installs it)")
+    if shutil.which("node") is None:
+        # Without Node.js pyright's wrapper would download one from npm.
+        pytest.skip("pyright needs Node.js (scripts/bootstrap.sh installs Debian's nodejs)")
+    env = subprocess_env()
+    env["PYRIGHT_PYTHON_IGNORE_WARNINGS"] = "1"  # no look-up of a newer version
+    # The client asks for strict mode itself (# pyright: strict).
     run = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", os.devnull, client],
-        env=subprocess_env(), capture_output=True, text=True, cwd=REPO,
+        [sys.executable, "-m", "pyright", "--pythonpath", sys.executable, CLIENT, STUB, EVALFRAME_STUB],
+        env=env, capture_output=True, text=True, cwd=REPO, timeout=600,
     )
     assert run.returncode == 0, run.stdout + run.stderr
-    # ... and the client runs.
-    run = subprocess.run([sys.executable, client], env=subprocess_env(), capture_output=True, text=True)
-    assert run.returncode == 0, run.stdout + run.stderr
+    assert "0 errors" in run.stdout
 
 
 def _has_module(name: str) -> bool:

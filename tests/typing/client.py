@@ -1,59 +1,122 @@
-"""A small typed backend: mypy --strict must accept it against coextra's stubs
-(tests/python/test_signatures.py runs the check)."""
+# pyright: strict
+"""A backend written as users write one, typed: mypy --strict and pyright must
+accept it against coextra's stubs, and it must run
+(tests/python/test_signatures.py runs all three)."""
 
 from __future__ import annotations
 
-from types import CodeType, FunctionType
-from typing import Optional
+from collections.abc import Mapping, MutableMapping
+from types import CodeType
+from typing import Any, Callable, Optional
 
 import coextra
 from coextra import evalframe
 
 
-def compile_code(code: CodeType) -> tuple[str, CodeType]:
-    return ("compiled", code)
+def double(x: int) -> int:
+    return 2 * x
 
 
-def cached(function: FunctionType) -> Optional[coextra.Entry]:
-    holder: Optional[coextra.Holder] = coextra.holder(obj=function.__code__, create=False)
+class Model:
+    def __init__(self, scale: int) -> None:
+        self.scale = scale
+
+    def forward(self, x: int) -> int:
+        return self.scale * x
+
+
+def compile_for(fn: Callable[..., Any]) -> coextra.Entry:
+    """Caches a "compiled" product on any function's code."""
+    holder = coextra.holder(fn, create=True)
+    assert holder is not None
+    found = holder.lookup()
+    if found is not None:
+        return found
+    return coextra.attach(fn, ("compiled", fn), guard=None)
+
+
+def cached_hits(fn: Callable[..., Any]) -> int:
+    holder = coextra.holder(fn)
     if holder is None:
-        return None
-    entry = holder.lookup()
-    if entry is not None:
-        product = entry.product
-        assert product is not None
-        holder.remove(entry=entry)
-    return entry
+        return 0
+    return sum(entry.hits for entry in holder.entries)
 
 
-def specialised(function: FunctionType, table: coextra.EphemeronMap[FunctionType, str]) -> str:
-    found = table.get(function)
-    if found is None:
-        found = table.setdefault(function, function.__name__)
-    return found
+def remember(table: MutableMapping[object, str], key: object, name: str) -> str:
+    """A function typed against MutableMapping, given an EphemeronMap."""
+    table[key] = name
+    table.setdefault(key, "again")
+    return table[key]
+
+
+def store_size(store: coextra.EphemeronMap[Model, int] | list[tuple[Model, int]]) -> int:
+    if isinstance(store, MutableMapping):  # an EphemeronMap is one: reachable
+        return len(store.keys())
+    return len(store)
+
+
+def count_items(table: Mapping[Model, int]) -> int:
+    total = 0
+    for model, value in table.items():
+        total += model.scale + value
+    return total + len(table.keys() & set(table)) + sum(table.values())
+
+
+def specialisations() -> coextra.EphemeronMap[Model, int]:
+    models = coextra.EphemeronMap[Model, int]()
+    first, second = Model(1), Model(2)
+    models[first] = 10
+    models.update({second: 20})
+    models.update([(second, 21)])
+    copy: coextra.EphemeronMap[Model, int] = models.copy()
+    assert copy == models and copy.get(first) == 10 and copy.get(Model(3), 0) == 0
+    assert count_items(models) == 1 + 10 + 2 + 21 + 2 + 31
+    removed: int = models.pop(second)
+    assert removed == 21 and models.pop(second, None) is None
+    return models
+
+
+def is_small(x: int) -> bool:
+    return x < 10
+
+
+def compile_code(code: CodeType) -> Optional[tuple[str, str]]:
+    return ("compiled", code.co_name)
 
 
 def run() -> int:
-    namespace: dict[str, object] = {}
-    exec("def f(x):\n    return x + 1\n", namespace)
-    f = namespace["f"]
-    assert isinstance(f, FunctionType)
-    assert cached(f) is None
-    entry: coextra.Entry = coextra.attach(obj=f.__code__, product=("p", f), guard=None)
-    hits: int = entry.hits
-    holder = coextra.holder(f.__code__, create=True)
-    assert holder is not None and holder.code is not None
+    model = Model(3)
+    square: Callable[[int], int] = lambda x: x * x
+    for fn in (double, model.forward, square):
+        compile_for(fn)
+        assert coextra.holder(fn) is not None
+    assert double(2) == 4 and model.forward(2) == 6 and square(3) == 9
+    hits = cached_hits(double) + cached_hits(model.forward)
+    holder = coextra.holder(square, create=True)
+    assert holder is not None and holder.code is square.__code__
     holder.max_entries = 4
-    holder.add(product="again", guard=lambda x: isinstance(x, int))
-    stats: dict[str, float] = coextra.stats()
-    coextra.set_budget(nodes=coextra.get_budget())
-    coextra.set_auto_collect(enabled=coextra.get_auto_collect())
-    paths: list[list[object]] = coextra.explain(obj=f.__code__)
-    with evalframe.enabled(compile_code, trace=False):
+    holder.add("again", guard=is_small)
+    assert coextra.detach(double) and coextra.detach(model.forward) and coextra.detach(square)
+
+    table = coextra.EphemeronMap[object, str]()
+    assert remember(table, model, "model") == "model"
+    models = specialisations()
+    models[model] = 5  # the entries made in specialisations() died with their keys
+    assert store_size(models) == 1 and store_size([(model, 1)]) == 1
+
+    stats = coextra.stats()
+    for _ in range(stats["entries"]):  # counts are ints
+        pass
+    rate = stats["auto_detached"] / max(stats["auto_seconds"], 1e-9)
+    paths = coextra.explain(double)
+
+    with evalframe.enabled(compile_code):
         assert evalframe.is_enabled()
+        double(1)
     frames: int = evalframe.stats()["frames"]
-    detached: bool = coextra.detach(obj=f.__code__)
-    return hits + len(paths) + int(stats["holders"]) + frames + int(detached) + coextra.collect()
+    coextra.set_budget(coextra.get_budget())
+    coextra.set_auto_collect(coextra.get_auto_collect())
+    return hits + len(paths) + len(models) + frames + int(rate >= 0) + coextra.collect() + coextra.reset()
 
 
 if __name__ == "__main__":
