@@ -177,7 +177,7 @@ int api_closed() {
 // Python object a backend may get from anywhere.
 EphemeronMap *as_map(PyObject *map) {
     if (map == nullptr || !Py_IS_TYPE(map, &EphemeronMapType)) {
-        PyErr_Format(PyExc_TypeError, "coextra: expected a coextra.EphemeronMap, not '%.200s'",
+        PyErr_Format(PyExc_TypeError, "coextra: expected a coextra.EphemeronMap, not %.200s",
                      map ? Py_TYPE(map)->tp_name : "NULL");
         return nullptr;
     }

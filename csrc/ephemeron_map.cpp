@@ -294,7 +294,7 @@ void clear_table(EphemeronMap *m) {
 int check_key(PyObject *key) {
     if (!compat::supports_weakrefs(Py_TYPE(key))) {
         PyErr_Format(PyExc_TypeError,
-                     "coextra.EphemeronMap keys must support weak references, not '%.200s'",
+                     "coextra: EphemeronMap keys must support weak references, not %.200s",
                      Py_TYPE(key)->tp_name);
         return -1;
     }
@@ -497,7 +497,7 @@ int map_contains(PyObject *self, PyObject *key) {
 // get(key, default=None)
 PyObject *map_get(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs < 1 || nargs > 2) {
-        PyErr_Format(PyExc_TypeError, "get() takes 1 or 2 arguments (%zd given)", nargs);
+        PyErr_Format(PyExc_TypeError, "coextra: EphemeronMap.get() takes 1 or 2 arguments (%zd given)", nargs);
         return nullptr;
     }
     bool bad_key;
@@ -514,7 +514,7 @@ PyObject *map_get(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
 // setdefault(key, default=None)
 PyObject *map_setdefault(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs < 1 || nargs > 2) {
-        PyErr_Format(PyExc_TypeError, "setdefault() takes 1 or 2 arguments (%zd given)", nargs);
+        PyErr_Format(PyExc_TypeError, "coextra: EphemeronMap.setdefault() takes 1 or 2 arguments (%zd given)", nargs);
         return nullptr;
     }
     auto *m = reinterpret_cast<EphemeronMap *>(self);
@@ -534,7 +534,7 @@ PyObject *map_setdefault(PyObject *self, PyObject *const *args, Py_ssize_t nargs
 // pop(key[, default])
 PyObject *map_pop(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs < 1 || nargs > 2) {
-        PyErr_Format(PyExc_TypeError, "pop() takes 1 or 2 arguments (%zd given)", nargs);
+        PyErr_Format(PyExc_TypeError, "coextra: EphemeronMap.pop() takes 1 or 2 arguments (%zd given)", nargs);
         return nullptr;
     }
     auto *m = reinterpret_cast<EphemeronMap *>(self);
@@ -560,7 +560,7 @@ PyObject *map_popitem(PyObject *self, PyObject *) {
         e = usable(m->slots[i]);
     }
     if (e == nullptr) {
-        PyErr_SetString(PyExc_KeyError, "popitem(): EphemeronMap is empty");
+        PyErr_SetString(PyExc_KeyError, "coextra: EphemeronMap.popitem(): the map is empty");
         return nullptr;
     }
     // The key is alive: its entry is still in the table (a dying key's
@@ -669,7 +669,7 @@ PyObject *as_pair(PyObject *item, const char *operation) {
     PyObject *pair = PySequence_Tuple(item);
     if (pair != nullptr && PyTuple_GET_SIZE(pair) != 2) {
         PyErr_Format(PyExc_ValueError,
-                     "coextra: %s needs (key, value) pairs, not a sequence of %zd items", operation,
+                     "coextra: %s() needs (key, value) pairs, not a sequence of %zd items", operation,
                      PyTuple_GET_SIZE(pair));
         Py_CLEAR(pair);
     }
@@ -741,7 +741,7 @@ int update_from(EphemeronMap *m, PyObject *other) {
 
 PyObject *map_update(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs > 1) {
-        PyErr_Format(PyExc_TypeError, "update() takes at most 1 argument (%zd given)", nargs);
+        PyErr_Format(PyExc_TypeError, "coextra: EphemeronMap.update() takes at most 1 argument (%zd given)", nargs);
         return nullptr;
     }
     if (nargs == 1 && update_from(reinterpret_cast<EphemeronMap *>(self), args[0]) < 0) {
@@ -762,7 +762,7 @@ PyObject *map_copy(PyObject *self, PyObject *) {
 int map_init(PyObject *self, PyObject *args, PyObject *kwargs) {
     PyObject *other = nullptr;
     if (kwargs != nullptr && PyDict_GET_SIZE(kwargs) != 0) {
-        PyErr_SetString(PyExc_TypeError, "EphemeronMap() takes no keyword arguments");
+        PyErr_SetString(PyExc_TypeError, "coextra: EphemeronMap() takes no keyword arguments (keys must support weak references, so str keys cannot be)");
         return -1;
     }
     if (!PyArg_UnpackTuple(args, "EphemeronMap", 0, 1, &other)) {

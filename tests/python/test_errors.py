@@ -57,6 +57,13 @@ BAD_CALLS = [
      "coextra: evalframe.enable() takes 1 positional argument (2 given); trace is keyword-only"),
     (lambda: evalframe.enabled(42), TypeError,
      "coextra: evalframe.enabled(): callback must be callable, not int"),
+    (lambda: coextra.EphemeronMap()[1], TypeError,
+     "coextra: EphemeronMap keys must support weak references, not int"),
+    (lambda: coextra.EphemeronMap().get(1, 2, 3), TypeError,
+     "coextra: EphemeronMap.get() takes 1 or 2 arguments (3 given)"),
+    (lambda: coextra.EphemeronMap().popitem(), KeyError, "'coextra: EphemeronMap.popitem(): the map is empty'"),
+    (lambda: coextra.EphemeronMap([(make_function(), 1, 2)]), ValueError,
+     "coextra: EphemeronMap.update() needs (key, value) pairs, not a sequence of 3 items"),
 ]
 
 
