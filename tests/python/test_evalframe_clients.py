@@ -327,6 +327,123 @@ def test_torch_compile_regions_leave_the_backend_reinstallable():
     assert record.count(f) == 1
 
 
+def dynamo():
+    """torch, and the codes Dynamo was handed to compile since its last reset."""
+    torch = pytest.importorskip("torch")
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+
+    input_codes = getattr(torch._dynamo.convert_frame, "input_codes", None)
+    if input_codes is None:
+        pytest.skip("this torch keeps no torch._dynamo.convert_frame.input_codes")
+    torch._dynamo.reset()
+    counters.clear()
+    return torch, input_codes, counters
+
+
+def fresh_model():
+    """A model with a graph break (Dynamo compiles the rest as a frame of its
+    own), with a code object no earlier test has stored an entry for."""
+    return make_function("def model(x):\n    y = x.sin() + 1\n    print(end='')\n    return y * 2\n", "model")
+
+
+def is_dynamo_version_of(code, function) -> bool:
+    """Whether `code` is the bytecode Dynamo made for `function` and runs in
+    its place: a frame Dynamo's evaluator handed down to the backend."""
+    original = function.__code__
+    return code is not original and (code.co_name, code.co_filename) == (original.co_name, original.co_filename)
+
+
+backend_callback_codes = []
+
+
+def backend_callback(code):
+    backend_callback_codes.append(code)
+    return compile_step(code)
+
+
+def test_dynamo_does_not_compile_the_backend_callback():
+    torch, input_codes, counters = dynamo()
+    model = fresh_model()
+    expected = [model(torch.arange(4.0).reshape(s)) for s in ((4,), (2, 2), (4,))]
+
+    def run():
+        compiled = torch.compile(model, backend="eager")
+        return [compiled(torch.arange(4.0).reshape(s)) for s in ((4,), (2, 2), (4,))]
+
+    run()  # without the backend: the frames Dynamo compiles for this program
+    frames_alone = counters["frames"]["total"]
+    torch._dynamo.reset()
+    counters.clear()
+    backend_callback_codes.clear()
+    evalframe.enable(backend_callback)
+    try:
+        results = run()
+    finally:
+        _coextra._evalframe_disable()
+    assert all(torch.equal(a, b) for a, b in zip(results, expected))
+    # Dynamo handed the frame of its version of the model down to the
+    # backend: the callback ran with Dynamo's evaluator on top.
+    assert any(is_dynamo_version_of(code, model) for code in backend_callback_codes)
+    assert model.__code__ in input_codes
+    assert backend_callback.__code__ not in input_codes
+    assert compile_step.__code__ not in input_codes
+    assert counters["frames"]["total"] == frames_alone
+
+
+def test_a_callback_that_runs_a_compiled_function_inside_a_dynamo_region():
+    torch, _, _ = dynamo()
+    model = fresh_model()
+    compiled = torch.compile(model, backend="eager")
+    triple = torch.compile(lambda t: t * 3, backend="eager")
+    nested = []
+
+    def callback(code):
+        if is_dynamo_version_of(code, model):  # reached through Dynamo's evaluator
+            nested.append(triple(torch.ones(2)))  # a Dynamo region of its own
+        return compile_step(code)
+
+    evalframe.enable(callback)
+    try:
+        x = torch.arange(3.0)
+        results = [compiled(x), compiled(x)]
+        if not evalframe.is_enabled():
+            evalframe.enable(callback)
+        f = make_function()
+        assert f(1) == 2 and coextra.holder(f) is not None, "the backend still works after the regions"
+    finally:
+        _coextra._evalframe_disable()
+    assert all(torch.equal(r, model(x)) for r in results)
+    assert len(nested) == 1 and torch.equal(nested[0], torch.full((2,), 3.0))
+    # Not asserted: when the nested region ends, Dynamo puts its evaluator back
+    # on top (the outer region is still active on the thread), so it sees the
+    # rest of that callback (docs/c-api.md).
+
+
+def test_threads_in_dynamo_regions_with_the_backend_on():
+    torch, input_codes, _ = dynamo()
+    model = fresh_model()
+    compiled = torch.compile(model, backend="eager")
+    results = {}
+
+    def worker(k):
+        results[k] = [compiled(torch.full((3,), float(k + i))) for i in range(5)]
+
+    evalframe.enable(backend_callback)
+    try:
+        threads = [threading.Thread(target=worker, args=(k,)) for k in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        _coextra._evalframe_disable()
+    for k in range(3):
+        for i in range(5):
+            assert torch.equal(results[k][i], model(torch.full((3,), float(k + i))))
+    assert backend_callback.__code__ not in input_codes and compile_step.__code__ not in input_codes
+
+
 # --- tracing and profiling ----------------------------------------------------
 
 
