@@ -168,6 +168,16 @@ inline void set_eval_frame(EvalFrameFunction function) {
 
 inline EvalFrameFunction default_eval_frame() { return _PyEval_EvalFrameDefault; }
 
+// The same two for the main interpreter, callable without a thread state (a
+// fork handler): the interpreter state functions read and write its field.
+inline EvalFrameFunction get_main_eval_frame() {
+    return _PyInterpreterState_GetEvalFrameFunc(PyInterpreterState_Main());
+}
+
+inline void set_main_eval_frame(EvalFrameFunction function) {
+    _PyInterpreterState_SetEvalFrameFunc(PyInterpreterState_Main(), function);
+}
+
 // Suspends sys.settrace and sys.setprofile for `tstate` (and, from 3.12 on,
 // sys.monitoring events, which check the same counter) until resume_tracing;
 // pairs nest. The way CPython itself runs a trace function: code run inside

@@ -39,6 +39,46 @@ PyObject *run_previous(compat::EvalFrameFunction previous, PyThreadState *tstate
     return result;
 }
 
+// The interpreter's evaluator as the backend's functions see it: while a
+// callback runs with the evaluator above set aside, that evaluator.
+compat::EvalFrameFunction current_evaluator() {
+    compat::EvalFrameFunction current = compat::get_eval_frame();
+    return state.above != nullptr && current == hook ? state.above : current;
+}
+
+// When another evaluator is the interpreter's (it sits above the hook and
+// passed the frame down), makes the hook the interpreter's evaluator for the
+// callback: the callback's frames then pass through the hook to `previous`,
+// as when the hook is on top, and the evaluator above never sees them (PyTorch
+// Dynamo above would otherwise compile the backend's compile step as user
+// code). The evaluator is per interpreter, not per thread: while the callback
+// releases the GIL, other threads' frames skip the evaluator above too (a
+// Dynamo region on another thread runs its frames uncompiled meanwhile). A
+// compile is rare (once per code) and other threads' frames are already
+// passed through untouched by the backend then, so the callback's isolation
+// wins; trace=True (debugging a backend) leaves the evaluator above in place,
+// and the callback is then visible to every tool, evaluators included.
+void set_aside_evaluator_above() {
+    compat::EvalFrameFunction current = compat::get_eval_frame();
+    if (current != hook) {
+        state.above = current;
+        compat::set_eval_frame(hook);
+    }
+}
+
+// Puts the evaluator above back, unless the interpreter's evaluator changed
+// meanwhile (someone installed their own: theirs stays) or enable() took the
+// set-aside evaluator as the one to run frames with. Main interpreter only,
+// like the rest of coextra; needs no thread state (the fork handler).
+void restore_evaluator_above() {
+    if (state.above != nullptr) {
+        if (compat::get_main_eval_frame() == hook) {
+            compat::set_main_eval_frame(state.above);
+        }
+        state.above = nullptr;
+    }
+}
+
 // Calls the callback for `code` and stores a non-None result. Returns 0, or -1
 // with the callback's (or the store's) exception set.
 int compile(PyThreadState *tstate, PyObject *code) {
@@ -57,9 +97,11 @@ int compile(PyThreadState *tstate, PyObject *code) {
     state.stats.compiles++;
     if (suspend) {
         compat::suspend_tracing(tstate);
+        set_aside_evaluator_above();
     }
     PyObject *product = PyObject_CallOneArg(callback, code);
     if (suspend) {
+        restore_evaluator_above();
         compat::resume_tracing(tstate);
     }
     state.compiling = false;
@@ -146,11 +188,12 @@ int evalframe_enable(PyObject *callback, bool trace) {
     // This file's copy of the header's table pointer, which coextra_holder_of
     // reads: the backend goes through the C API as a third party does.
     coextra_api = capi_table();
-    compat::EvalFrameFunction current = compat::get_eval_frame();
+    compat::EvalFrameFunction current = current_evaluator();
     if (current != hook) {
         state.underneath = state.previous ? state.previous : compat::default_eval_frame();
         state.previous = current ? current : compat::default_eval_frame();
         compat::set_eval_frame(hook);
+        state.above = nullptr;  // the hook is on top of it now: nothing to put back
     }
     PyObject *old = state.callback;
     state.callback = Py_NewRef(callback);
@@ -162,7 +205,7 @@ int evalframe_enable(PyObject *callback, bool trace) {
 }
 
 void evalframe_disable() {
-    if (compat::get_eval_frame() == hook) {
+    if (current_evaluator() == hook) {
         compat::set_eval_frame(state.previous);
         state.previous = state.underneath;
     }
@@ -173,7 +216,7 @@ void evalframe_disable() {
     Py_XDECREF(old);
 }
 
-bool evalframe_is_enabled() { return state.enabled && compat::get_eval_frame() == hook; }
+bool evalframe_is_enabled() { return state.enabled && current_evaluator() == hook; }
 
 PyObject *evalframe_callback() { return state.callback; }
 
@@ -196,6 +239,7 @@ void evalframe_after_fork_child() {
     if (state.compiling && !pthread_equal(state.compiling_thread, pthread_self())) {
         state.compiling = false;
         update_active();
+        restore_evaluator_above();
     }
 }
 

@@ -23,6 +23,11 @@
 // calls the hook underneath is supported, including the loop that appears
 // when the backend is then installed over it (the hook recognises the frame
 // it is already passing down and runs it with CPython's default evaluator).
+// While the callback runs (unless `trace`), an evaluator on top is set aside
+// and the hook is the interpreter's evaluator, so the callback's frames never
+// reach it; it is put back afterwards if it is still the hook that is current
+// (evalframe.cpp, set_aside_evaluator_above, says what that costs other
+// threads). The functions below treat the set-aside evaluator as current.
 //
 // State is per process (internals.h; coextra runs in the main interpreter
 // only) and only touched with the GIL held.
@@ -72,6 +77,10 @@ struct EvalFrameState {
     // active && previous is CPython's default evaluator: the one flag the
     // hook tests per frame on its common path (update_active keeps it).
     bool direct = false;
+    // While a callback runs: the evaluator that was the interpreter's when
+    // the hook was reached through it, set aside for the callback (the hook is
+    // the interpreter's evaluator meanwhile); NULL otherwise.
+    compat::EvalFrameFunction above = nullptr;
     // Frames looked up that were not hits (frames = hits + misses).
     uint64_t misses = 0;
     EvalFrameStats stats{};
@@ -106,7 +115,8 @@ EvalFrameStats evalframe_stats();
 void evalframe_reset_stats();
 
 // In a child process after fork(): a compile that another thread of the
-// parent had in progress will never finish here, so it is forgotten.
+// parent had in progress will never finish here, so it is forgotten and the
+// evaluator it set aside is put back (as the compile would have done).
 void evalframe_after_fork_child();
 
 }  // namespace coextra::detail

@@ -8,6 +8,10 @@
 //       the evaluator that was installed before.
 //   counting_hook_enable() / raw_hook_disable(), counting_hook_frames()
 //       The same plus a frame counter: "another PEP 523 user" for the tests.
+//   recording_hook_enable() / raw_hook_disable(), take_recorded_codes()
+//       The same, recording the code of every frame it is given: which frames
+//       an evaluator sees. take_recorded_codes() hands the list over and
+//       starts a new one (it must not keep code objects alive for others).
 //   time_raw_read(code, n) -> ns per read
 //       n raw co_extra reads of code.
 //   time_capi_holder_of(code, n), time_inline_holder_of(code, n) -> ns per call
@@ -44,6 +48,17 @@ PyObject *counting_hook(PyThreadState *tstate, coextra::compat::EvalFrame *frame
     return raw_hook(tstate, frame, throwflag);
 }
 
+PyObject *recorded = nullptr;  // list of code objects
+
+PyObject *recording_hook(PyThreadState *tstate, coextra::compat::EvalFrame *frame, int throwflag) {
+    // A frame entered to throw has an exception set that the append must not
+    // clobber; the tests only ask about frames that run.
+    if (!throwflag && PyList_Append(recorded, coextra::compat::frame_code(frame)) < 0) {
+        PyErr_WriteUnraisable(nullptr);
+    }
+    return raw_hook(tstate, frame, throwflag);
+}
+
 PyObject *install(coextra::compat::EvalFrameFunction hook) {
     if (previous != nullptr) {
         PyErr_SetString(PyExc_RuntimeError, "a _capi_bench hook is already installed");
@@ -58,6 +73,18 @@ PyObject *raw_hook_enable(PyObject *, PyObject *) { return install(raw_hook); }
 
 PyObject *counting_hook_enable(PyObject *, PyObject *) { return install(counting_hook); }
 
+PyObject *recording_hook_enable(PyObject *, PyObject *) { return install(recording_hook); }
+
+PyObject *take_recorded_codes(PyObject *, PyObject *) {
+    PyObject *fresh = PyList_New(0);
+    if (fresh == nullptr) {
+        return nullptr;
+    }
+    PyObject *taken = recorded;
+    recorded = fresh;
+    return taken;
+}
+
 PyObject *counting_hook_frames(PyObject *, PyObject *) {
     return PyLong_FromUnsignedLongLong(counted_frames);
 }
@@ -67,7 +94,7 @@ PyObject *raw_hook_disable(PyObject *, PyObject *) {
     if (previous == nullptr) {
         Py_RETURN_NONE;
     }
-    if (current != raw_hook && current != counting_hook) {
+    if (current != raw_hook && current != counting_hook && current != recording_hook) {
         PyErr_SetString(PyExc_RuntimeError, "another evaluator is installed on top of the hook");
         return nullptr;
     }
@@ -143,6 +170,9 @@ PyMethodDef methods[] = {
     {"raw_hook_enable", raw_hook_enable, METH_NOARGS, "Install the minimal raw co_extra hook."},
     {"counting_hook_enable", counting_hook_enable, METH_NOARGS, "Install the counting hook."},
     {"counting_hook_frames", counting_hook_frames, METH_NOARGS, "Frames the counting hook saw."},
+    {"recording_hook_enable", recording_hook_enable, METH_NOARGS, "Install the recording hook."},
+    {"take_recorded_codes", take_recorded_codes, METH_NOARGS,
+     "The codes of the frames the recording hook saw since the last call."},
     {"raw_hook_disable", raw_hook_disable, METH_NOARGS,
      "Restore the evaluator found at enable, if the hook is still the installed one."},
     {"time_raw_read", time_raw_read, METH_VARARGS, "time_raw_read(code, n) -> ns per read"},
@@ -157,6 +187,10 @@ PyModuleDef module = {PyModuleDef_HEAD_INIT, "_capi_bench",
 
 PyMODINIT_FUNC PyInit__capi_bench() {
     if (coextra_import() < 0) {
+        return nullptr;
+    }
+    recorded = PyList_New(0);
+    if (recorded == nullptr) {
         return nullptr;
     }
     raw_index = coextra::compat::request_code_extra_index(nullptr);
