@@ -188,9 +188,9 @@ def test_a_callback_that_disables_under_an_evaluator_on_top_leaves_it_in_place()
         on_top = current_evaluator()
         assert f(1) == 2
         assert current_evaluator() == on_top and not evalframe.is_enabled()
-        passthrough = _coextra._evalframe_stats()["passthrough"]
+        passthrough = evalframe.stats()["passthrough"]
         assert g() == 2  # through the evaluator on top, then the disabled hook
-        assert _coextra._evalframe_stats()["passthrough"] == passthrough + 1
+        assert evalframe.stats()["passthrough"] == passthrough + 1
     finally:
         bench.raw_hook_disable()
     codes = bench.take_recorded_codes()
@@ -380,7 +380,7 @@ def test_dynamo_does_not_compile_the_backend_callback():
     try:
         results = run()
     finally:
-        _coextra._evalframe_disable()
+        evalframe.disable()
     assert all(torch.equal(a, b) for a, b in zip(results, expected))
     # Dynamo handed the frame of its version of the model down to the
     # backend: the callback ran with Dynamo's evaluator on top.
@@ -412,7 +412,7 @@ def test_a_callback_that_runs_a_compiled_function_inside_a_dynamo_region():
         f = make_function()
         assert f(1) == 2 and coextra.holder(f) is not None, "the backend still works after the regions"
     finally:
-        _coextra._evalframe_disable()
+        evalframe.disable()
     assert all(torch.equal(r, model(x)) for r in results)
     assert len(nested) == 1 and torch.equal(nested[0], torch.full((2,), 3.0))
     # Not asserted: when the nested region ends, Dynamo puts its evaluator back
@@ -437,7 +437,7 @@ def test_threads_in_dynamo_regions_with_the_backend_on():
         for t in threads:
             t.join()
     finally:
-        _coextra._evalframe_disable()
+        evalframe.disable()
     for k in range(3):
         for i in range(5):
             assert torch.equal(results[k][i], model(torch.full((3,), float(k + i))))
