@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs whatever coextra's build and tests need and is missing, then makes
-# one virtual environment per supported interpreter (.venv/py3.X).
+# one virtual environment per supported interpreter (.venv/py3.X). CPython 3.14
+# and 3.15, when the host has neither, come from a Debian unstable root
+# (scripts/sid-root.sh).
 # Idempotent and quick when everything is there. Debian 12 and 13, as root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -89,7 +91,7 @@ make_venvs() {
         fi
     done < <(scripts/interpreters.sh)
     if [ -z "$(ls .venv)" ]; then
-        log "no supported CPython (3.10-3.13) found"
+        log "no supported CPython (3.10-3.15) found"
         return 1
     fi
 }
@@ -114,6 +116,14 @@ make_debug_venv() {
     fi
 }
 
+# CPython 3.14 and 3.15 in the Debian unstable root when the host has neither.
+make_sid_root() {
+    [ -n "$(scripts/interpreters.sh | awk '$1 == "3.14" || $1 == "3.15"')" ] && return 0
+    command -v dpkg-query >/dev/null || return 0
+    scripts/sid-root.sh make
+}
+
 install_debian_packages
 make_venvs
 make_debug_venv
+make_sid_root
