@@ -19,6 +19,9 @@ Two kinds:
   ``co_extra`` does it, which is the situation coextra exists for; the reference
   evaluator stores nothing and does not show these.
 
+Where an entry has a reproducer (tests/conformance/repro_*.py, run by
+tests/python/test_conformance_effects.py), it shows the effect without coextra.
+
 Not listed on purpose: tracers and profilers seeing the callback's own frames
 (test_sys_settrace, test_sys_setprofile, test_bdb, test_pdb, test_doctest's pdb
 tests, test_trace, test_profile and test_cprofile on 3.10 and 3.11): that is a
@@ -33,7 +36,7 @@ import dataclasses
 import fnmatch
 import re
 
-ALL = ("3.10", "3.11", "3.12", "3.13")
+ALL = ("3.10", "3.11", "3.12", "3.13", "3.14", "3.15")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,7 +63,7 @@ EFFECTS: list[Effect] = [
     Effect(
         name="no-call-specialization",
         kind="pep523",
-        versions=("3.11", "3.12", "3.13"),
+        versions=("3.11", "3.12", "3.13", "3.14", "3.15"),
         tests=(
             "test.test_dis.DisTests.test_loop_quicken",
             "test.test_dis.DisWithFileTests.test_loop_quicken",
@@ -108,7 +111,7 @@ EFFECTS: list[Effect] = [
     Effect(
         name="async-for-exception-events",
         kind="pep523",
-        versions=("3.12", "3.13"),
+        versions=("3.12", "3.13", "3.14"),
         tests=("test.test_sys_settrace.*.test_20_async_for_loop",),
         message=r"events did not match expectation",
         reason="Without the inlining specializations (SEND_GEN, FOR_ITER_GEN) the end of "
@@ -143,6 +146,19 @@ EFFECTS: list[Effect] = [
                "earlier test left monitoring on. A consequence of the previous entry.",
     ),
     Effect(
+        name="jit-calls-not-inlined",
+        kind="pep523",
+        versions=("3.14", "3.15"),
+        tests=("test.test_sys.TestSysJIT.test_jit_is_active",),
+        message=r"Process return code is 1",
+        reason="With the JIT on (PYTHON_JIT=1), a hot loop's trace inlines the Python "
+               "functions it calls, so they run as JIT code. With a frame evaluator "
+               "installed the call is not inlined (it must go through the evaluator): "
+               "the callee runs in the interpreter and sys._jit.is_active() is false "
+               "there, while the loop itself is still compiled. The test asserts true in "
+               "the callee. Reproducer: repro_jit_calls_not_inlined.py.",
+    ),
+    Effect(
         name="extra-gc-objects",
         kind="cache",
         versions=ALL,
@@ -165,6 +181,19 @@ EFFECTS: list[Effect] = [
                "<module> code, whose co_consts hold the lambda's code) dies at the next "
                "collection, not when its last outside reference goes: the tests expect "
                "the co_extra free function to run at `del f`.",
+    ),
+    Effect(
+        name="co_extra-not-stateless",
+        kind="cache",
+        versions=("3.14", "3.15"),
+        tests=("test.test_code.CodeTest.test_stateless",),
+        message=r"ValueError: only basic code objects are supported",
+        reason="CPython does not count a code object that has a co_extra array as "
+               "stateless (_PyCode_VerifyStateless), and every function the backend ran "
+               "has one. test_stateless asserts that functions of "
+               "test._code_definitions, which earlier tests ran, are stateless. "
+               "Reproducer: repro_co_extra_not_stateless.py (a co_extra set through "
+               "ctypes, no frame evaluator, shows it too).",
     ),
     Effect(
         name="blocks-freed-a-collection-later", kind="cache", versions=ALL,
