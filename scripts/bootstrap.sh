@@ -76,9 +76,11 @@ quiet_pip() {
 make_venvs() {
     mkdir -p .venv
     local stamp_value version python venv
-    stamp_value=$(sha1sum requirements-dev.txt | cut -c1-16)
     while read -r version python; do
         venv=.venv/py$version
+        # requirements-py3.X.txt: optional test dependencies for one version only.
+        stamp_value=$({ cat requirements-dev.txt; cat "requirements-py$version.txt" 2>/dev/null || :; } |
+            sha1sum | cut -c1-16)
         if [ ! -x "$venv/bin/python" ]; then
             log "creating $venv from $python"
             "$python" -m venv "$venv"
@@ -87,6 +89,9 @@ make_venvs() {
             log "installing Python packages into $venv"
             quiet_pip "$venv" --upgrade pip
             quiet_pip "$venv" -r requirements-dev.txt
+            if [ -e "requirements-py$version.txt" ]; then
+                quiet_pip "$venv" -r "requirements-py$version.txt"
+            fi
             echo "$stamp_value" > "$venv/.requirements"
         fi
     done < <(scripts/interpreters.sh)

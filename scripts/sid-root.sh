@@ -85,7 +85,7 @@ make_venvs() {
         # A host interpreter's venv stays.
         [ -e "$repo/.venv/py$version/pyvenv.cfg" ] && continue
         venv=/opt/coextra/py$version
-        stamp_value=$({ cat "$repo/requirements-dev.txt"; cat "$repo/requirements-sid-$version.txt" 2>/dev/null || :; } |
+        stamp_value=$({ cat "$repo/requirements-dev.txt"; cat "$repo/requirements-py$version.txt" 2>/dev/null || :; } |
             sha1sum | cut -c1-16)
         if [ "$(cat "$SID_ROOT$venv/.requirements" 2>/dev/null)" != "$stamp_value" ]; then
             log "installing Python packages into $venv (in the root)"
@@ -94,8 +94,8 @@ make_venvs() {
                 [ -x $venv/bin/python ] || python$version -m venv $venv
                 $venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
                 $venv/bin/python -m pip install -q --disable-pip-version-check -r requirements-dev.txt
-                if [ -e requirements-sid-$version.txt ]; then
-                    $venv/bin/python -m pip install -q --disable-pip-version-check -r requirements-sid-$version.txt
+                if [ -e requirements-py$version.txt ]; then
+                    $venv/bin/python -m pip install -q --disable-pip-version-check -r requirements-py$version.txt
                 fi" 2> >(grep -v "^WARNING: Location" >&2) </dev/null)
             echo "$stamp_value" >"$SID_ROOT$venv/.requirements"
         fi
