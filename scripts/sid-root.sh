@@ -3,11 +3,12 @@
 # Debian unstable root (debootstrap) holding both interpreters, their headers,
 # the C++ toolchain and one virtual environment per interpreter.
 #
-#   scripts/sid-root.sh make [REPO]   create or complete the root, then give REPO
-#                                     (default: this checkout) .venv/py3.14 and
-#                                     .venv/py3.15: entry points into the root
-#   scripts/sid-root.sh run CMD...    run CMD inside the root, same cwd and
-#                                     environment; CMD directly when already inside
+#   scripts/sid-root.sh make          create or complete the root, then give this
+#                                     checkout .venv/py3.14 and .venv/py3.15:
+#                                     entry points into the root
+#   scripts/sid-root.sh run CMD...    run CMD inside the root, same cwd (which must
+#                                     be in this checkout, or exist in the root)
+#                                     and environment; CMD directly when already inside
 #
 # The root is a cache shared by every clone on the machine: $COEXTRA_SID_ROOT,
 # default /var/cache/coextra/sid-root. `run` mounts /proc, /dev and the
@@ -73,14 +74,14 @@ make_root() {
     echo 'Acquire::Check-Valid-Until "false";' >"$SID_ROOT/etc/apt/apt.conf.d/99coextra"
     log "apt-get install in the root: $(echo $PACKAGES)"
     # shellcheck disable=SC2086
-    (run /bin/sh -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(echo $PACKAGES) >/dev/null" </dev/null)
+    (run /bin/sh -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(echo $PACKAGES) >/dev/null && apt-get clean" </dev/null)
     stamp >"$SID_ROOT/.coextra-packages"
 }
 
 # A venv per interpreter inside the root (/opt/coextra/py3.X), and in the
 # checkout an entry point .venv/py3.X/bin/python that runs it there.
 make_venvs() {
-    local repo=$1 version stamp_value venv
+    local repo=$HERE version stamp_value venv
     for version in $VERSIONS; do
         # A host interpreter's venv stays.
         [ -e "$repo/.venv/py$version/pyvenv.cfg" ] && continue
@@ -115,7 +116,7 @@ case "${1:-}" in
             exit 0
         fi
         make_root
-        make_venvs "$(cd "${2:-$HERE}" && pwd)"
+        make_venvs
         ;;
-    *) sed -n '2,16p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,17p' "$0" >&2; exit 2 ;;
 esac
