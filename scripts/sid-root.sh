@@ -11,19 +11,20 @@
 #                                     and environment; CMD directly when already inside
 #
 # The root is a cache shared by every clone on the machine: $COEXTRA_SID_ROOT,
-# default /var/cache/coextra/sid-root. `run` mounts /proc, /dev and the
+# default /var/cache/coextra/sid-root; `make` records it in .venv/sid-root for
+# later `run`s of this checkout. `run` mounts /proc, /dev and the
 # checkout (at the same absolute path, so every path means the same inside and
 # out) in a mount namespace of its own: the mounts end with the command and
 # nothing is left mounted on the host. Needs root; Debian 12 and 13.
 set -euo pipefail
 
-SID_ROOT=${COEXTRA_SID_ROOT:-/var/cache/coextra/sid-root}
+HERE=$(cd "$(dirname "$0")/.." && pwd)
+SID_ROOT=${COEXTRA_SID_ROOT:-$(cat "$HERE/.venv/sid-root" 2>/dev/null || echo /var/cache/coextra/sid-root)}
 MARKER=/etc/coextra-sid-root
 VERSIONS="3.14 3.15"
 PACKAGES="python3.14 python3.14-dev python3.14-venv libpython3.14-testsuite
 python3.15 python3.15-dev python3.15-venv libpython3.15-testsuite
 g++ cmake make libgtest-dev libgmock-dev valgrind ca-certificates"
-HERE=$(cd "$(dirname "$0")/.." && pwd)
 
 log() { printf '[sid-root] %s\n' "$*" >&2; }
 
@@ -116,7 +117,9 @@ case "${1:-}" in
             exit 0
         fi
         make_root
+        mkdir -p "$HERE/.venv"
+        echo "$SID_ROOT" >"$HERE/.venv/sid-root"
         make_venvs
         ;;
-    *) sed -n '2,17p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,18p' "$0" >&2; exit 2 ;;
 esac
