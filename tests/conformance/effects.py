@@ -77,15 +77,19 @@ EFFECTS: list[Effect] = [
     Effect(
         name="no-inlining-specializations",
         kind="pep523",
-        versions=("3.13",),
+        versions=("3.13", "3.14"),
         tests=(
             "test.test_opcache.TestRacesDoNotCrash.test_binary_subscr_getitem",
             "test.test_opcache.TestRacesDoNotCrash.test_for_iter_gen",
             "test.test_opcache.TestRacesDoNotCrash.test_load_attr_getattribute_overridden",
             "test.test_opcache.TestRacesDoNotCrash.test_load_attr_property",
+            "test.test_opcache.TestSpecializer.test_binary_subscr",
+            "test.test_opcache.TestSpecializer.test_for_iter",
+            "test.test_opcache.TestSpecializer.test_send_with",
+            "test.test_opcache.TestSpecializer.test_send_yield_from",
         ),
-        message=r"'(BINARY_SUBSCR_GETITEM|FOR_ITER_GEN|LOAD_ATTR_GETATTRIBUTE_OVERRIDDEN"
-                r"|LOAD_ATTR_PROPERTY)' not found in",
+        message=r"'(BINARY_SUBSCR_GETITEM|BINARY_OP_SUBSCR_GETITEM|FOR_ITER_GEN|SEND_GEN"
+                r"|LOAD_ATTR_GETATTRIBUTE_OVERRIDDEN|LOAD_ATTR_PROPERTY)' not found in",
         reason="The other specializations that push a Python frame without calling the "
                "evaluator (__getitem__, generators in for loops, __getattribute__ "
                "overrides, properties) are refused too while a frame evaluator is "
@@ -94,7 +98,7 @@ EFFECTS: list[Effect] = [
     Effect(
         name="c-stack-per-python-call",
         kind="pep523",
-        versions=("3.12", "3.13"),
+        versions=("3.12", "3.13", "3.14"),
         tests=(
             "test.test_call.TestRecursion.test_super_deep",
             "test.test_functools.TestLRUPy.test_lru_recursion",
@@ -122,7 +126,7 @@ EFFECTS: list[Effect] = [
     Effect(
         name="monitoring-calls-not-inlined",
         kind="pep523",
-        versions=("3.12", "3.13"),
+        versions=("3.12", "3.13", "3.14"),
         tests=(
             "test.test_monitoring.ExceptionMonitoringTest.test_implicit_stop_iteration",
             "test.test_monitoring.MonitoringCountTest.test_c_return_count",
@@ -136,7 +140,7 @@ EFFECTS: list[Effect] = [
     Effect(
         name="monitoring-left-on",
         kind="pep523",
-        versions=("3.12", "3.13"),
+        versions=("3.12", "3.13", "3.14"),
         # Any test of the module, but only with this failure: the setUp check that
         # no earlier test left sys.monitoring events on.
         tests=("test.test_monitoring.*",),
