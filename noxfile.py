@@ -179,9 +179,11 @@ def refleak_quick(session: nox.Session) -> None:
 
 
 @nox.session(tags=["test"])
-def planted_leaks(session: nox.Session) -> None:
-    """Every harness catches the leaks planted for it."""
-    _planted_leaks(session, QUICK_LEAK_VERSION, asan=False)
+@nox.parametrize("version", [QUICK_LEAK_VERSION, *ROOT_VERSIONS])
+def planted_leaks(session: nox.Session, version: str) -> None:
+    """Every harness catches the leaks planted for it: one host interpreter,
+    and valgrind's in the Debian unstable root."""
+    _planted_leaks(session, version, asan=False)
 
 
 @nox.session(tags=["leakcheck"])
