@@ -4,7 +4,9 @@
 # (scripts/bootstrap.sh: Debian packages, one virtual environment per
 # interpreter, nox in each), then run sessions of noxfile.py: `nox -l` lists them.
 
-NOX = $$(ls -d .venv/py3.* | sort -V | tail -1)/bin/nox
+# nox runs on the host: the newest host interpreter's venv has it (3.14 and
+# 3.15 may be entry points into scripts/sid-root.sh's root, without nox).
+NOX = $$(ls -d .venv/py3.*/bin/nox | sort -V | tail -1)
 
 .PHONY: all bootstrap build test demo bench leakcheck conformance clean
 

@@ -11,6 +11,10 @@ sessions of this file (`make demo` does not: scripts/demo.sh); so can you:
 The sessions use the interpreters' own virtual environments, `.venv/py3.X`,
 one per supported CPython on the machine, which scripts/bootstrap.sh makes
 (with the Debian packages): nox drives, it makes no environment of its own.
+CPython 3.14 and 3.15 live in a Debian unstable root (scripts/sid-root.sh):
+their `.venv/py3.X/bin/python` runs the root's interpreter, and every other
+command of those versions (cmake, ctest, valgrind) runs there too, through the
+prefix `in_root(version)`; the checkout has the same path inside and out.
 A failing session does not stop the others; nox lists each session's result
 at the end and exits non-zero if any failed.
 """
@@ -51,6 +55,18 @@ def python(version: str) -> str:
     return str(VENVS / f"py{version}" / "bin" / "python")
 
 
+def in_root(version: str) -> list[str]:
+    """The prefix that runs a command where `version`'s interpreter lives:
+    nothing for the host's, scripts/sid-root.sh for the Debian unstable root's."""
+    if (VENVS / f"py{version}" / "in-sid-root").exists():
+        return [str(ROOT / "scripts" / "sid-root.sh"), "run"]
+    return []
+
+
+# The interpreters in the Debian unstable root, which has valgrind too.
+ROOT_VERSIONS = [v for v in VERSIONS if in_root(v)]
+
+
 def with_package(**extra: str) -> dict[str, str]:
     """The environment of a command that imports coextra from the source tree."""
     return {"PYTHONPATH": str(ROOT / "python"), **extra}
@@ -63,10 +79,10 @@ def build(session: nox.Session, version: str) -> None:
     (into build/py3.X/). Arguments after -- go to CMake's configure step."""
     build_dir = ROOT / "build" / f"py{version}"
     if not (build_dir / "CMakeCache.txt").exists() or session.posargs:
-        session.run("cmake", "-S", str(ROOT), "-B", str(build_dir),
+        session.run(*in_root(version), "cmake", "-S", str(ROOT), "-B", str(build_dir),
                     f"-DPython_EXECUTABLE={python(version)}", *session.posargs,
                     external=True, silent=True)
-    output = session.run("cmake", "--build", str(build_dir), "-j", "2", "--", "--no-print-directory",
+    output = session.run(*in_root(version), "cmake", "--build", str(build_dir), "-j", "2", "--", "--no-print-directory",
                          external=True, silent=True)
     for line in (output or "").splitlines():
         if "error" in line or "warning" in line:
@@ -77,7 +93,7 @@ def build(session: nox.Session, version: str) -> None:
 @nox.parametrize("version", VERSIONS)
 def ctest(session: nox.Session, version: str) -> None:
     """The C++ tests (GoogleTest, an embedded interpreter)."""
-    session.run("ctest", "--test-dir", str(ROOT / "build" / f"py{version}"), "--output-on-failure",
+    session.run(*in_root(version), "ctest", "--test-dir", str(ROOT / "build" / f"py{version}"), "--output-on-failure",
                 external=True)
 
 
@@ -150,9 +166,11 @@ REFLEAK_QUICK = ["tests/python/test_api.py", "tests/python/test_lifetime.py",
 
 
 @nox.session(tags=["test"])
-def valgrind_quick(session: nox.Session) -> None:
-    """valgrind over the quick scenarios, one interpreter."""
-    session.run(str(ROOT / "valgrind" / "run.sh"), QUICK_LEAK_VERSION, external=True)
+@nox.parametrize("version", [QUICK_LEAK_VERSION, *ROOT_VERSIONS])
+def valgrind_quick(session: nox.Session, version: str) -> None:
+    """valgrind over the quick scenarios: one host interpreter, and each
+    interpreter of the Debian unstable root with the root's valgrind."""
+    session.run(*in_root(version), str(ROOT / "valgrind" / "run.sh"), version, external=True)
 
 
 @nox.session(tags=["test"])
@@ -163,9 +181,11 @@ def refleak_quick(session: nox.Session) -> None:
 
 
 @nox.session(tags=["test"])
-def planted_leaks(session: nox.Session) -> None:
-    """Every harness catches the leaks planted for it."""
-    _planted_leaks(session, QUICK_LEAK_VERSION, asan=False)
+@nox.parametrize("version", [QUICK_LEAK_VERSION, *ROOT_VERSIONS])
+def planted_leaks(session: nox.Session, version: str) -> None:
+    """Every harness catches the leaks planted for it: one host interpreter,
+    and valgrind's in the Debian unstable root."""
+    _planted_leaks(session, version, asan=False)
 
 
 @nox.session(tags=["leakcheck"])

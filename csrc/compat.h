@@ -2,7 +2,7 @@
 //
 // The rest of csrc/ calls only the names defined here, never a version-specific
 // API directly, so supporting a new CPython release means reading this file only.
-// Supported: CPython 3.10-3.13, default (GIL) build.
+// Supported: CPython 3.10-3.15, default (GIL) build.
 #pragma once
 
 #define PY_SSIZE_T_CLEAN

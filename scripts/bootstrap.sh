@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs whatever coextra's build and tests need and is missing, then makes
-# one virtual environment per supported interpreter (.venv/py3.X).
+# one virtual environment per supported interpreter (.venv/py3.X). CPython 3.14
+# and 3.15, when the host has neither, come from a Debian unstable root
+# (scripts/sid-root.sh).
 # Idempotent and quick when everything is there. Debian 12 and 13, as root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -75,9 +77,11 @@ quiet_pip() {
 make_venvs() {
     mkdir -p .venv
     local stamp_value version python venv
-    stamp_value=$(sha1sum requirements-dev.txt | cut -c1-16)
     while read -r version python; do
         venv=.venv/py$version
+        # requirements-py3.X.txt: optional test dependencies for one version only.
+        stamp_value=$({ cat requirements-dev.txt; cat "requirements-py$version.txt" 2>/dev/null || :; } |
+            sha1sum | cut -c1-16)
         if [ ! -x "$venv/bin/python" ]; then
             log "creating $venv from $python"
             "$python" -m venv "$venv"
@@ -86,11 +90,14 @@ make_venvs() {
             log "installing Python packages into $venv"
             quiet_pip "$venv" --upgrade pip
             quiet_pip "$venv" -r requirements-dev.txt
+            if [ -e "requirements-py$version.txt" ]; then
+                quiet_pip "$venv" -r "requirements-py$version.txt"
+            fi
             echo "$stamp_value" > "$venv/.requirements"
         fi
     done < <(scripts/interpreters.sh)
     if [ -z "$(ls .venv)" ]; then
-        log "no supported CPython (3.10-3.13) found"
+        log "no supported CPython (3.10-3.15) found"
         return 1
     fi
 }
@@ -115,6 +122,14 @@ make_debug_venv() {
     fi
 }
 
+# CPython 3.14 and 3.15 in the Debian unstable root when the host has neither.
+make_sid_root() {
+    [ -n "$(scripts/interpreters.sh | awk '$1 == "3.14" || $1 == "3.15"')" ] && return 0
+    command -v dpkg-query >/dev/null || return 0
+    scripts/sid-root.sh make
+}
+
 install_debian_packages
 make_venvs
 make_debug_venv
+make_sid_root

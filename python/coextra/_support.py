@@ -16,5 +16,5 @@ def check_supported(config_var: Callable[[str], Optional[object]] = sysconfig.ge
         raise ImportError(
             "coextra does not support the free-threaded build of CPython "
             "(Py_GIL_DISABLED): its collector needs exact reference counts. "
-            "Use the default (GIL) build of CPython 3.10-3.13."
+            "Use the default (GIL) build of CPython 3.10-3.15."
         )

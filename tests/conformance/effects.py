@@ -19,6 +19,9 @@ Two kinds:
   ``co_extra`` does it, which is the situation coextra exists for; the reference
   evaluator stores nothing and does not show these.
 
+Where an entry has a reproducer (tests/conformance/repro_*.py, run by
+tests/python/test_conformance_effects.py), it shows the effect without coextra.
+
 Not listed on purpose: tracers and profilers seeing the callback's own frames
 (test_sys_settrace, test_sys_setprofile, test_bdb, test_pdb, test_doctest's pdb
 tests, test_trace, test_profile and test_cprofile on 3.10 and 3.11): that is a
@@ -33,7 +36,7 @@ import dataclasses
 import fnmatch
 import re
 
-ALL = ("3.10", "3.11", "3.12", "3.13")
+ALL = ("3.10", "3.11", "3.12", "3.13", "3.14", "3.15")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,7 +63,7 @@ EFFECTS: list[Effect] = [
     Effect(
         name="no-call-specialization",
         kind="pep523",
-        versions=("3.11", "3.12", "3.13"),
+        versions=("3.11", "3.12", "3.13", "3.14", "3.15"),
         tests=(
             "test.test_dis.DisTests.test_loop_quicken",
             "test.test_dis.DisWithFileTests.test_loop_quicken",
@@ -74,15 +77,19 @@ EFFECTS: list[Effect] = [
     Effect(
         name="no-inlining-specializations",
         kind="pep523",
-        versions=("3.13",),
+        versions=("3.13", "3.14"),
         tests=(
             "test.test_opcache.TestRacesDoNotCrash.test_binary_subscr_getitem",
             "test.test_opcache.TestRacesDoNotCrash.test_for_iter_gen",
             "test.test_opcache.TestRacesDoNotCrash.test_load_attr_getattribute_overridden",
             "test.test_opcache.TestRacesDoNotCrash.test_load_attr_property",
+            "test.test_opcache.TestSpecializer.test_binary_subscr",
+            "test.test_opcache.TestSpecializer.test_for_iter",
+            "test.test_opcache.TestSpecializer.test_send_with",
+            "test.test_opcache.TestSpecializer.test_send_yield_from",
         ),
-        message=r"'(BINARY_SUBSCR_GETITEM|FOR_ITER_GEN|LOAD_ATTR_GETATTRIBUTE_OVERRIDDEN"
-                r"|LOAD_ATTR_PROPERTY)' not found in",
+        message=r"'(BINARY_SUBSCR_GETITEM|BINARY_OP_SUBSCR_GETITEM|FOR_ITER_GEN|SEND_GEN"
+                r"|LOAD_ATTR_GETATTRIBUTE_OVERRIDDEN|LOAD_ATTR_PROPERTY)' not found in",
         reason="The other specializations that push a Python frame without calling the "
                "evaluator (__getitem__, generators in for loops, __getattribute__ "
                "overrides, properties) are refused too while a frame evaluator is "
@@ -91,7 +98,7 @@ EFFECTS: list[Effect] = [
     Effect(
         name="c-stack-per-python-call",
         kind="pep523",
-        versions=("3.12", "3.13"),
+        versions=("3.12", "3.13", "3.14"),
         tests=(
             "test.test_call.TestRecursion.test_super_deep",
             "test.test_functools.TestLRUPy.test_lru_recursion",
@@ -108,7 +115,7 @@ EFFECTS: list[Effect] = [
     Effect(
         name="async-for-exception-events",
         kind="pep523",
-        versions=("3.12", "3.13"),
+        versions=("3.12", "3.13", "3.14"),
         tests=("test.test_sys_settrace.*.test_20_async_for_loop",),
         message=r"events did not match expectation",
         reason="Without the inlining specializations (SEND_GEN, FOR_ITER_GEN) the end of "
@@ -119,7 +126,7 @@ EFFECTS: list[Effect] = [
     Effect(
         name="monitoring-calls-not-inlined",
         kind="pep523",
-        versions=("3.12", "3.13"),
+        versions=("3.12", "3.13", "3.14"),
         tests=(
             "test.test_monitoring.ExceptionMonitoringTest.test_implicit_stop_iteration",
             "test.test_monitoring.MonitoringCountTest.test_c_return_count",
@@ -133,7 +140,7 @@ EFFECTS: list[Effect] = [
     Effect(
         name="monitoring-left-on",
         kind="pep523",
-        versions=("3.12", "3.13"),
+        versions=("3.12", "3.13", "3.14"),
         # Any test of the module, but only with this failure: the setUp check that
         # no earlier test left sys.monitoring events on.
         tests=("test.test_monitoring.*",),
@@ -141,6 +148,19 @@ EFFECTS: list[Effect] = [
         reason="test_c_return_count (above) fails before it switches its events off, and "
                "every later test of test_monitoring then fails the setUp check that no "
                "earlier test left monitoring on. A consequence of the previous entry.",
+    ),
+    Effect(
+        name="jit-calls-not-inlined",
+        kind="pep523",
+        versions=("3.14", "3.15"),
+        tests=("test.test_sys.TestSysJIT.test_jit_is_active",),
+        message=r"Process return code is 1",
+        reason="With the JIT on (PYTHON_JIT=1), a hot loop's trace inlines the Python "
+               "functions it calls, so they run as JIT code. With a frame evaluator "
+               "installed the call is not inlined (it must go through the evaluator): "
+               "the callee runs in the interpreter and sys._jit.is_active() is false "
+               "there, while the loop itself is still compiled. The test asserts true in "
+               "the callee. Reproducer: repro_jit_calls_not_inlined.py.",
     ),
     Effect(
         name="extra-gc-objects",
@@ -167,6 +187,19 @@ EFFECTS: list[Effect] = [
                "the co_extra free function to run at `del f`.",
     ),
     Effect(
+        name="co_extra-not-stateless",
+        kind="cache",
+        versions=("3.14", "3.15"),
+        tests=("test.test_code.CodeTest.test_stateless",),
+        message=r"ValueError: only basic code objects are supported",
+        reason="CPython does not count a code object that has a co_extra array as "
+               "stateless (_PyCode_VerifyStateless), and every function the backend ran "
+               "has one. test_stateless asserts that functions of "
+               "test._code_definitions, which earlier tests ran, are stateless. "
+               "Reproducer: repro_co_extra_not_stateless.py (a co_extra set through "
+               "ctypes, no frame evaluator, shows it too).",
+    ),
+    Effect(
         name="blocks-freed-a-collection-later", kind="cache", versions=ALL,
         tests=("test.test_sys.SysModuleTest.test_getallocatedblocks",),
         message=r"\d+ not found in range\(\d+, \d+\)",
@@ -182,13 +215,15 @@ EFFECTS: list[Effect] = [
         tests=("test_code::process",),
         plain=("ran",),
         backend=("exit status -11",),
-        message=r"Garbage-collecting",
+        # Faulthandler's stack names the final collection; from 3.14 no stack is
+        # printed and the output ends with regrtest's verdict.
+        message=r"Garbage-collecting|Result: [^\n]*\Z",
         reason="test_code registers a co_extra free function written in Python (ctypes) "
                "and lets it die with the module. CPython calls every registered free "
                "function for every code object that has a co_extra array, with NULL for "
                "the indexes it never set; with a backend that uses co_extra almost every "
                "code object has one, so a code object freed during the final collections "
-               "calls the dead free function: segmentation fault after the tests passed. "
+               "calls the dead free function: segmentation fault after the tests ran. "
                "Reproduced without coextra or PEP 523 by any second co_extra user "
                "(docs/conformance.md).",
     ),

@@ -59,13 +59,27 @@ needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None, reason="va
 @pytest.mark.parametrize(
     "name, reasons",
     [
-        ("planted-naive-twin", ["definitely lost: ", "indirectly lost: "]),
+        pytest.param("planted-naive-twin", ["definitely lost: ", "indirectly lost: "],
+                     marks=pytest.mark.xfail(sys.version_info >= (3, 14), strict=True,
+                                             reason="3.14+: its blocks are only possibly lost "
+                                                    "(docs/leak-checks.md)")),
         ("planted-leaked-reference", ["definitely lost: "]),
         ("planted-use-after-free", ["invalid read"]),
     ],
 )
 def test_valgrind_catches(name, reasons):
     assert_caught(run_scenario("valgrind", name), name, *reasons)
+
+
+@needs_valgrind
+def test_valgrind_checks_the_interpreter_a_script_starts(tmp_path):
+    # .venv/py3.14/bin/python of scripts/sid-root.sh is such a script.
+    wrapper = tmp_path / "python"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    wrapper.chmod(0o755)
+    name = "planted-leaked-reference"
+    proc = run([sys.executable, RUNNER, "--tool", "valgrind", "--python", str(wrapper), name])
+    assert_caught(proc, name, "definitely lost: ")
 
 
 # --- refleak on the debug interpreter --------------------------------------------------

@@ -233,6 +233,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     scenarios = select(load_scenarios(), args.tier, args.names)
+    # The checkers must run the interpreter itself, not a script that starts it
+    # (.venv/py3.14/bin/python of scripts/sid-root.sh): valgrind would check the shell.
+    args.python = subprocess.run([args.python, "-c", "import sys; print(sys.executable)"], check=True,
+                                 capture_output=True, text=True).stdout.strip()
     version = python_version(args.python)
     env = dict(os.environ)
     env.update(PYTHONMALLOC="malloc", PYTHONDONTWRITEBYTECODE="1",
