@@ -15,9 +15,10 @@
 // inside the frame that triggered it and propagates out of it.
 //
 // Other PEP 523 users. The interpreter has one evaluator; another user may
-// install its own over the hook and later put back whatever it saved (often
-// CPython's default: PyTorch Dynamo does that at the end of a compiled
-// region), which unhooks the backend without telling it. So nothing here
+// install its own over the hook and later put back whatever it saved
+// (PyTorch Dynamo puts back, at the end of a compiled region, the evaluator it
+// found when the region began: CPython's default for a region entered before
+// the hook was installed), which unhooks the backend without telling it. So nothing here
 // trusts a remembered "installed" flag: is_enabled() and enable() compare
 // with the interpreter's current evaluator. An evaluator that sits on top and
 // calls the hook underneath is supported, including the loop that appears

@@ -1,8 +1,9 @@
 """coextra.evalframe beside other PEP 523 users, under tracers and across fork().
 
 Another evaluator may be installed over the backend, may call it or not, and
-may put back whatever it saved when it leaves (PyTorch Dynamo puts back
-CPython's default at the end of a compiled region). is_enabled() reports
+may put back whatever it saved when it leaves (PyTorch Dynamo puts back the
+evaluator it found when a compiled region began: CPython's default for a
+region entered before the backend was enabled). is_enabled() reports
 whether the backend's hook is the interpreter's evaluator, and enable()
 installs it again whenever it is not."""
 
@@ -65,7 +66,7 @@ def test_an_evaluator_reset_to_the_default_unhooks_the_backend_and_is_enabled_sa
     record = Recorder()
     evalframe.enable(record)
     assert evalframe.is_enabled()
-    set_evaluator(DEFAULT_EVALUATOR)  # what Dynamo does at the end of a region
+    set_evaluator(DEFAULT_EVALUATOR)  # Dynamo leaving a region entered before enable()
     assert not evalframe.is_enabled()
     frames = evalframe.stats()["frames"]
     f(1)
