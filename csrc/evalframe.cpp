@@ -179,12 +179,7 @@ PyObject *hook(PyThreadState *tstate, compat::EvalFrame *frame, int throwflag) {
 
 }  // namespace
 
-int evalframe_enable(PyObject *callback, bool trace) {
-    if (!PyCallable_Check(callback)) {
-        PyErr_Format(PyExc_TypeError, "coextra: evalframe.enable(): callback must be callable, not %.200s",
-                     Py_TYPE(callback)->tp_name);
-        return -1;
-    }
+void evalframe_enable(PyObject *callback, bool trace) {
     // This file's copy of the header's table pointer, which coextra_holder_of
     // reads: the backend goes through the C API as a third party does.
     coextra_api = capi_table();
@@ -201,7 +196,6 @@ int evalframe_enable(PyObject *callback, bool trace) {
     state.enabled = true;
     update_active();
     Py_XDECREF(old);  // last: may run a __del__ that sees the new state
-    return 0;
 }
 
 void evalframe_disable() {

@@ -91,9 +91,9 @@ struct EvalFrameState {
 // (re)installed whenever it is not the interpreter's current evaluator, over
 // whatever evaluator is current then; when it is already current, only the
 // callback (and `trace`) change. `trace`: let tracers and profilers see the
-// callback's frames (for debugging a backend). Returns 0, or -1 with
-// TypeError when callback is not callable.
-int evalframe_enable(PyObject *callback, bool trace);
+// callback's frames (for debugging a backend). `callback` must be callable:
+// the Python functions check it with their arguments.
+void evalframe_enable(PyObject *callback, bool trace);
 
 // Switches the backend off and drops the callback. When the hook is the
 // current evaluator, the one it runs frames with is restored; when another

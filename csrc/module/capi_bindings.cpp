@@ -24,7 +24,7 @@ using coextra_bindings::steal_checked;
 
 namespace {
 
-// Parses (callback, *, trace=False) for enable() and enabled().
+// Parses and checks (callback, *, trace=False) for enable() and enabled().
 bool parse_enable_args(const char *function, PyObject *const *args, Py_ssize_t nargs,
                        PyObject *kwnames, PyObject **callback, bool *trace) {
     static const char *const names[] = {"callback", "trace"};
@@ -38,6 +38,11 @@ bool parse_enable_args(const char *function, PyObject *const *args, Py_ssize_t n
     if (!parse_fastcall_args(function, names, 2, args, nargs, kwnames, values)) {
         return false;
     }
+    if (!PyCallable_Check(values[0])) {
+        PyErr_Format(PyExc_TypeError, "coextra: %s(): callback must be callable, not %.200s", function,
+                     Py_TYPE(values[0])->tp_name);
+        return false;
+    }
     char what[64];
     PyOS_snprintf(what, sizeof what, "%s(): trace", function);
     *callback = values[0];
@@ -47,10 +52,10 @@ bool parse_enable_args(const char *function, PyObject *const *args, Py_ssize_t n
 PyObject *py_enable(PyObject *, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
     PyObject *callback = nullptr;
     bool trace = false;
-    if (!parse_enable_args("evalframe.enable", args, nargs, kwnames, &callback, &trace) ||
-        evalframe_enable(callback, trace) < 0) {
+    if (!parse_enable_args("evalframe.enable", args, nargs, kwnames, &callback, &trace)) {
         return nullptr;
     }
+    evalframe_enable(callback, trace);
     Py_RETURN_NONE;
 }
 
@@ -98,14 +103,14 @@ public:
     void enter() {
         outer_ = py::reinterpret_borrow<py::object>(evalframe_callback());
         outer_trace_ = evalframe_traces_callback();
-        checked(evalframe_enable(callback_.ptr(), trace_));
+        evalframe_enable(callback_.ptr(), trace_);
     }
 
     void exit() {
         if (!outer_) {
             evalframe_disable();
         } else {
-            checked(evalframe_enable(outer_.ptr(), outer_trace_));
+            evalframe_enable(outer_.ptr(), outer_trace_);
         }
     }
 
@@ -120,12 +125,6 @@ PyObject *py_enabled(PyObject *, PyObject *const *args, Py_ssize_t nargs, PyObje
     PyObject *callback = nullptr;
     bool trace = false;
     if (!parse_enable_args("evalframe.enabled", args, nargs, kwnames, &callback, &trace)) {
-        return nullptr;
-    }
-    if (!PyCallable_Check(callback)) {
-        PyErr_Format(PyExc_TypeError,
-                     "coextra: evalframe.enabled(): callback must be callable, not %.200s",
-                     Py_TYPE(callback)->tp_name);
         return nullptr;
     }
     return new_reference_or_null([&] {
