@@ -125,7 +125,11 @@ void begin_generation_pass(Registry *r, MapSeeds maps) {
 // only to lower slots and never out of their run (registry.h), so a holder
 // not yet examined stays below the cursor, and the runs' bounds are re-read
 // at every slice.
-Py_ssize_t run_generation_slices(bool keep_bound) {
+//
+// `age` false leaves a pass that has examined its last slice unaged (still
+// active, its cursor at the bottom), for the second look at the end of the
+// collection (auto_collect_after_gc).
+Py_ssize_t run_generation_slices(bool keep_bound, bool age = true) {
     Py_ssize_t detached = 0;
     for (;;) {
         // Re-read: code run by the previous slice's detaches may have
@@ -137,6 +141,9 @@ Py_ssize_t run_generation_slices(bool keep_bound) {
         }
         size_t end = std::max(std::min(generation.cursor, r->pass_end), r->old_end);
         if (end == r->old_end && generation.maps == MapSeeds::kNo) {
+            if (!age) {
+                return detached;
+            }
             // Adaptive tenuring (auto_collect.h, rule 1), of each kind apart.
             registry_age_generations(r, auto_collect_passes_to_old() == 1);
             ephemeron_age_generations(auto_collect_entry_passes_to_old() == 1);
@@ -241,6 +248,7 @@ Py_ssize_t run_young_pass_if_due() {
 }  // namespace
 
 Py_ssize_t auto_collect_run(Registry *r, long gc_generation) {
+    generation.second_look_due = false;  // a collection whose "stop" never came
     // The rules of auto_collect.h, in their order.
     if (gc_generation >= 2) {
         Py_ssize_t detached = 0;
@@ -260,7 +268,8 @@ Py_ssize_t auto_collect_run(Registry *r, long gc_generation) {
         MapSeeds maps = generation_map_seeds();
         if (r->old_end < r->holders.size() || maps != MapSeeds::kNo) {
             begin_generation_pass(r, maps);
-            Py_ssize_t found = run_generation_slices(true);
+            generation.second_look_due = true;
+            Py_ssize_t found = run_generation_slices(true, false);
             return found < 0 ? found : detached + found;
         }
         return detached;
@@ -274,27 +283,51 @@ Py_ssize_t auto_collect_run(Registry *r, long gc_generation) {
     return run_young_pass_if_due();
 }
 
+Py_ssize_t auto_collect_after_gc(Py_ssize_t collected) {
+    if (!generation.second_look_due) {
+        return 0;
+    }
+    generation.second_look_due = false;
+    Registry *r = internals.registry.registry;
+    if (!generation.active || r == nullptr || r->closed) {
+        return 0;
+    }
+    if (collected > 0) {
+        // From the top again, with the map entries' generations in the first slice.
+        generation.cursor = r->pass_end;
+        generation.maps = ephemeron_generations_pending() ? MapSeeds::kGenerations : MapSeeds::kNo;
+        return run_generation_slices(true);
+    }
+    // Nothing freed, nothing to see again: a pass examined to the bottom ages.
+    return generation.cursor <= r->old_end ? run_generation_slices(false) : 0;
+}
+
 namespace {
 
-long generation_of(PyObject *info) {
-    long generation = 2;
+// The integer `key` of a gc.callbacks info dict, or `fallback`.
+long info_field(PyObject *info, const char *key, long fallback) {
+    long result = fallback;
     if (PyDict_Check(info)) {
-        PyObject *value = PyDict_GetItemString(info, "generation");  // borrowed
+        PyObject *value = PyDict_GetItemString(info, key);  // borrowed
         if (value != nullptr && PyLong_Check(value)) {
-            generation = PyLong_AsLong(value);
+            result = PyLong_AsLong(value);
         }
     }
     PyErr_Clear();
-    return generation;
+    return result;
 }
 
-// gc.callbacks calls this with (phase, info) around every GC pass. The "start"
-// phase is a safe place to run code and free objects: CPython does not start a
-// nested collection from there, and on 3.10/3.11 it can be reached from any GC
-// allocation, including those inside coextra's own functions (all reentrant).
+// gc.callbacks calls this with (phase, info) around every GC pass. Both
+// phases are safe places to run code and free objects: CPython does not start
+// a nested collection from there, and on 3.10/3.11 they can be reached from
+// any GC allocation, including those inside coextra's own functions (all
+// reentrant).
 PyObject *on_gc(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2 || !PyUnicode_Check(args[0]) ||
-        PyUnicode_CompareWithASCIIString(args[0], "start") != 0) {
+    if (nargs != 2 || !PyUnicode_Check(args[0])) {
+        Py_RETURN_NONE;
+    }
+    bool start = PyUnicode_CompareWithASCIIString(args[0], "start") == 0;
+    if (!start && PyUnicode_CompareWithASCIIString(args[0], "stop") != 0) {
         Py_RETURN_NONE;
     }
     Registry *r = registry_get();
@@ -306,7 +339,8 @@ PyObject *on_gc(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
         (r->holders.empty() && internals.ephemeron.entries == 0)) {
         Py_RETURN_NONE;
     }
-    Py_ssize_t detached = auto_collect_run(r, generation_of(args[1]));
+    Py_ssize_t detached = start ? auto_collect_run(r, info_field(args[1], "generation", 2))
+                                : auto_collect_after_gc(info_field(args[1], "collected", 0));
     if (detached < 0) {
         // A callback must not fail the GC pass that called it.
         PyErr_WriteUnraisable(nullptr);

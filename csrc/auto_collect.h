@@ -20,6 +20,14 @@
 //      generation-2 collection that finds a pass still in progress first
 //      runs all of its rest.
 //
+//      The second look (auto_collect_after_gc). At the "start", what the
+//      collection is about to free still references what it did, such as a
+//      dropped function (in a cycle with its namespace) its code: that code
+//      is referenced from outside its cache until the collection ends. So at
+//      the "stop" of a generation-2 collection that freed objects, the pass
+//      begun at its start examines its holders again, from the top, by the
+//      same rules, and they age only after that.
+//
 //      This is the bound. A holder becomes old only by being found live by
 //      generation passes (or by coextra.collect()), so when a generation-2
 //      collection ends, the dead caches outside the old generation are at
@@ -162,6 +170,8 @@ struct AutoCollectState {
         // previous one did.
         uint64_t auto_detached_at_begin = 0;
         uint64_t auto_detached_before = 0;
+        // Begun at the "start" of the GC pass under way: its "stop" looks again.
+        bool second_look_due = false;
     };
     // Rule 3: a young pass runs on every interval-th GC pass.
     struct YoungPace {
@@ -198,6 +208,10 @@ int auto_collect_set(bool enabled);
 // with an exception. `r` is the live registry, not closed.
 struct Registry;
 Py_ssize_t auto_collect_run(Registry *r, long gc_generation);
+
+// The second look, for the "stop" of a GC pass that freed `collected`
+// objects (rule 1): what it detached, or -1 with an exception.
+Py_ssize_t auto_collect_after_gc(Py_ssize_t collected);
 
 // 1 when coextra's callback is in gc.callbacks, 0 when not, -1 with an exception.
 int auto_collect_get();

@@ -178,6 +178,7 @@ TEST_F(Collector, AHolderAttachedWhileAGenerationPassDetachesStartsYoung) {
     f = py::object();
     Registry *r = registry_get();
     ASSERT_EQ(auto_collect_run(r, 2), 1) << "one generation-2 collection";
+    ASSERT_EQ(auto_collect_after_gc(0), 0) << "which freed nothing itself";
     EXPECT_FALSE(internals.auto_collect.generation.active) << "two holders: one slice";
     Holder *h = registry_holder_of(code_ptr(late));
     ASSERT_NE(h, nullptr);
@@ -209,10 +210,16 @@ protected:
         py::module_::import("gc").attr("enable")();
         Collector::TearDown();
     }
-    // One GC pass of `generation` as automatic collection sees it.
-    Py_ssize_t gc_pass(long generation) {
+    // One GC pass of `generation` as automatic collection sees it: its
+    // "start", and its "stop" after CPython freed `collected` objects.
+    Py_ssize_t gc_pass(long generation, Py_ssize_t collected = 0) {
         internals.auto_collect.seconds_per_holder = 1.0;
-        return auto_collect_run(registry_get(), generation);
+        Py_ssize_t found = auto_collect_run(registry_get(), generation);
+        if (found < 0) {
+            return found;
+        }
+        Py_ssize_t second = auto_collect_after_gc(collected);
+        return second < 0 ? second : found + second;
     }
     bool in_progress() const { return internals.auto_collect.generation.active; }
     // A generation-2 collection and the GC passes that finish its generation pass.
@@ -282,6 +289,26 @@ TEST_F(GenerationSlices, OnceACacheHasDiedAHolderBecomesOldOnlyAfterTwoPasses) {
     EXPECT_EQ(r->old_end, 700u) << "nothing died in the last two passes: still two passes to old";
     EXPECT_EQ(r->middle_end, 800u);
     EXPECT_EQ(auto_collect_passes_to_old(), 2);
+}
+
+// At the "start" of a generation-2 collection, code that a function about to
+// be freed by that collection still references is live; at its "stop" the
+// function is gone, and the second look detaches the cache, before the
+// holders age. A collection that freed nothing has nothing to look at again.
+TEST_F(GenerationSlices, TheStopOfACollectionThatFreedObjectsLooksAgain) {
+    for (Py_ssize_t collected : {0, 1}) {
+        py::object f = make_function("referrer_freed_by_the_gc");
+        cache(f, py::make_tuple(f.attr("__code__")));
+        ASSERT_EQ(auto_collect_run(registry_get(), 2), 0) << "the function references the code";
+        f.attr("__globals__").attr("clear")();  // CPython's pass frees the function
+        f = py::object();
+        EXPECT_EQ(auto_collect_after_gc(collected), collected);
+        EXPECT_FALSE(in_progress()) << "the pass ended at the stop";
+        if (collected == 0) {
+            EXPECT_EQ(collector_collect_all(), 1) << "left for a later pass";
+        }
+        EXPECT_EQ(registry_get()->holders.size(), 0u);
+    }
 }
 
 TEST_F(GenerationSlices, SlicesGoOnInTheSameGCPassWhileTheyFindGarbage) {

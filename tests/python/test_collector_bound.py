@@ -14,8 +14,10 @@ import types
 import weakref
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 import coextra
+import product_shapes
 
 
 FLOOR = 2_000
@@ -141,6 +143,24 @@ def test_a_workload_keeping_most_of_what_it_creates_stays_bounded():
         100, waves=30, per_wave=1_500, attach=attach_referencing_function, keep_fraction=0.9
     )
     assert kept > 40_000 and dead <= limit
+
+
+@settings(max_examples=15, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(shape=product_shapes.product_shapes())
+def test_waves_of_every_product_shape_stay_bounded(automatic_collection_on, shape):
+    """Whatever path leads from product to code (product_shapes.py), a wave
+    dropped above the bound's floor is within the bound after its gc.collect()."""
+    per_wave = FLOOR + 500
+    coextra.reset()
+    gc.collect()
+    for wave in range(2):
+        functions = [product_shapes.build(shape, wave * per_wave + i) for i in range(per_wave)]
+        del functions
+        gc.collect()
+        dead = len(coextra.holders())
+        assert dead <= bound(0), f"{shape}: {dead} dead caches attached after wave {wave}"
+    coextra.reset()
 
 
 def test_stats_show_the_policy_working():

@@ -40,6 +40,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import coextra
+import product_shapes
 from conftest import make_function
 
 EXAMPLES = int(os.environ.get("COEXTRA_ORACLE_EXAMPLES", "1000"))
@@ -309,4 +310,38 @@ def test_collector_matches_the_reachability_oracle(frozen_heap, graph):
         for m in maps:
             m.clear()
         coextra.set_auto_collect(True)
+        coextra.reset()
+
+
+# --- product shapes (product_shapes.py) with automatic collection ------------
+#
+# The promise for code a program has just dropped: the gc.collect() that
+# frees what referenced it from outside also detaches its cache, whatever path
+# leads from the product back to the code, and keeps every cache whose
+# function the program kept.
+
+
+@settings(
+    max_examples=max(EXAMPLES // 4, 1),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(shape=product_shapes.product_shapes(), kept=st.lists(st.booleans(), min_size=1, max_size=24))
+def test_one_gc_collect_detaches_every_dropped_product_shape(frozen_heap, shape, kept):
+    gc.freeze()
+    coextra.set_auto_collect(True)
+    try:
+        coextra.reset()
+        functions = [product_shapes.build(shape, i) for i in range(len(kept))]
+        roots = [f for f, keep in zip(functions, kept) if keep]
+        codes = [weakref.ref(f.__code__) for f in functions]
+        del functions
+        gc.collect()
+        attached = {id(h.code) for h in coextra.holders()}
+        assert attached == {id(f.__code__) for f in roots}, (
+            f"{shape}: {len(attached)} caches attached after gc.collect(), {len(roots)} kept")
+        gc.collect()  # what the detached products held in cycles of their own
+        assert sum(ref() is not None for ref in codes) == len(roots), f"{shape}: dropped code not freed"
+        del roots
+    finally:
         coextra.reset()

@@ -436,6 +436,7 @@ def test_enable_rejects_a_callback_that_is_not_callable():
 
 # --- lifetime ------------------------------------------------------------------
 
+@pytest.mark.usefixtures("explicit_collection_only")  # gc.collect() alone leaves the cycle
 def test_products_referencing_their_code_are_freed_once_detached():
     f = make_function()
     code_alive = weakref.ref(f.__code__)
