@@ -43,38 +43,27 @@ PyObject *api_ensure(PyObject *code) {
                      Py_TYPE(code)->tp_name);
         return nullptr;
     }
-    // Our own reference for the call (target.h's CodeRef says why). If it
+    // Our own reference for the call (target.h's code_ref says why). If it
     // is the last one when we are done, the caller's reference went away
     // while we allocated: the code object dies now, and with it the holder,
     // so there is nothing valid to return.
-    Py_INCREF(code);
+    Ref held = Ref::borrow(code);
     Holder *h = registry_ensure(code);
     if (h != nullptr && Py_REFCNT(code) == 1) {
         h = nullptr;
         PyErr_SetString(PyExc_RuntimeError,
                         "coextra: ensure(): the code object lost its last reference during the call");
     }
-    Py_DECREF(code);
     return reinterpret_cast<PyObject *>(h);
 }
 
 // Functions that can run Python code (an allocation's GC pass on 3.10/3.11, a
-// guard, a visit) hold their own reference to the holder meanwhile: callers
-// pass borrowed holders, and that code may detach the holder, dropping what
-// may be its only other reference.
-class KeepAlive {
-public:
-    explicit KeepAlive(PyObject *object) : object_(Py_NewRef(object)) {}
-    ~KeepAlive() { Py_DECREF(object_); }
-    KeepAlive(const KeepAlive &) = delete;
-    KeepAlive &operator=(const KeepAlive &) = delete;
-
-private:
-    PyObject *object_;
-};
+// guard, a visit) hold their own reference to the holder meanwhile (`keep`):
+// callers pass borrowed holders, and that code may detach the holder,
+// dropping what may be its only other reference.
 
 PyObject *api_add(PyObject *holder, PyObject *product, PyObject *guard) {
-    KeepAlive keep(holder);
+    Ref keep = Ref::borrow(holder);
     return reinterpret_cast<PyObject *>(holder_add(as_holder(holder), product, guard));
 }
 
@@ -114,7 +103,7 @@ int api_lookup(PyObject *holder, coextra_guard match, void *context, PyObject **
         return *found != nullptr ? 1 : 0;
     }
     Holder *h = as_holder(holder);
-    KeepAlive keep(holder);
+    Ref keep = Ref::borrow(holder);
     NativeGuard guard{match, context};
     Entry *entry = nullptr;
     int result = holder_lookup(h, match_native_guard, &guard, &entry);
@@ -132,21 +121,20 @@ int api_find(PyObject *code, coextra_guard match, void *context, PyObject **foun
 }
 
 int api_for_each(PyObject *holder, coextra_visit visit, void *context) {
-    KeepAlive keep(holder);
+    Ref keep = Ref::borrow(holder);
     // A snapshot with its own references: visit may add, remove or clear.
-    PyObject *entries = holder_entries(as_holder(holder));
-    if (entries == nullptr) {
+    Ref entries = Ref::steal(holder_entries(as_holder(holder)));
+    if (!entries) {
         return -1;
     }
     int result = 0;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(entries) && result == 0; i++) {
-        PyObject *entry = PyList_GET_ITEM(entries, i);
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(entries.get()) && result == 0; i++) {
+        PyObject *entry = PyList_GET_ITEM(entries.get(), i);
         PyObject *product = as_entry(entry)->product;
         if (product != nullptr) {
             result = visit(entry, product, context);
         }
     }
-    Py_DECREF(entries);
     return result < 0 ? -1 : result;
 }
 

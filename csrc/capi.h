@@ -8,6 +8,7 @@
 #include "compat.h"
 
 #include "include/coextra/coextra.h"
+#include "include/coextra/ref.hpp"
 
 namespace coextra::detail {
 

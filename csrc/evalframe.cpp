@@ -89,7 +89,7 @@ int compile(PyThreadState *tstate, PyObject *code) {
     // Our own reference: the callback may disable or re-enable the backend,
     // which drops the backend's reference to it. Likewise `suspend` is read
     // once: the callback may change the option.
-    PyObject *callback = Py_NewRef(state.callback);
+    Ref callback = Ref::borrow(state.callback);
     bool suspend = !state.trace;
     state.compiling = true;
     state.compiling_thread = pthread_self();
@@ -99,32 +99,29 @@ int compile(PyThreadState *tstate, PyObject *code) {
         compat::suspend_tracing(tstate);
         set_aside_evaluator_above();
     }
-    PyObject *product = PyObject_CallOneArg(callback, code);
+    Ref product = Ref::steal(PyObject_CallOneArg(callback.get(), code));
     if (suspend) {
         restore_evaluator_above();
         compat::resume_tracing(tstate);
     }
     state.compiling = false;
     update_active();
-    Py_DECREF(callback);
-    if (product == nullptr) {
+    callback = Ref();
+    if (!product) {
         return -1;
     }
-    int result = 0;
-    if (product != Py_None && !api->closed()) {
-        // Nothing runs between ensure() and add(), and add() keeps the holder
-        // alive itself while it allocates (see coextra.h, Lifetime).
-        PyObject *holder = api->ensure(code);
-        PyObject *entry = holder ? api->add(holder, product, nullptr) : nullptr;
-        if (entry == nullptr) {
-            result = -1;
-        } else {
-            state.stats.stored++;
-            Py_DECREF(entry);
-        }
+    if (product.get() == Py_None || api->closed()) {
+        return 0;
     }
-    Py_DECREF(product);
-    return result;
+    // Nothing runs between ensure() and add(), and add() keeps the holder
+    // alive itself while it allocates (see coextra.h, Lifetime).
+    PyObject *holder = api->ensure(code);
+    Ref entry = Ref::steal(holder ? api->add(holder, product.get(), nullptr) : nullptr);
+    if (!entry) {
+        return -1;
+    }
+    state.stats.stored++;
+    return 0;
 }
 
 // Everything but a hit with the default evaluator underneath: a miss (the

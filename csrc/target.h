@@ -6,6 +6,8 @@
 
 #include "compat.h"
 
+#include "include/coextra/ref.hpp"
+
 namespace coextra::detail {
 
 // The code object of obj (borrowed from obj), or NULL with TypeError.
@@ -24,7 +26,8 @@ inline PyObject *code_of(PyObject *obj) {
     return nullptr;
 }
 
-// The code object of obj as a strong reference held for a whole call.
+// The code object of obj as a strong reference held for a whole call; empty,
+// with TypeError set, when obj has no code.
 //
 // code_of() borrows the code from the function, and the function's reference
 // can go away in the middle of a call: any allocation may run a GC pass
@@ -34,18 +37,6 @@ inline PyObject *code_of(PyObject *obj) {
 // the code; results that outlive the call (a holder, an entry) are new
 // references taken before it is released, so a code object that dies at the
 // end of the call detaches its holder cleanly.
-class CodeRef {
-public:
-    explicit CodeRef(PyObject *obj) : code_(code_of(obj)) { Py_XINCREF(code_); }
-    ~CodeRef() { Py_XDECREF(code_); }
-    CodeRef(const CodeRef &) = delete;
-    CodeRef &operator=(const CodeRef &) = delete;
-
-    // NULL (with TypeError set) when obj had no code.
-    PyObject *get() const { return code_; }
-
-private:
-    PyObject *code_;
-};
+inline Ref code_ref(PyObject *obj) { return Ref::borrow(code_of(obj)); }
 
 }  // namespace coextra::detail

@@ -16,6 +16,7 @@
 
 namespace py = pybind11;
 using namespace coextra::detail;
+using coextra::Ref;
 using coextra_bindings::checked;
 
 namespace {
@@ -77,8 +78,8 @@ PyObject *py_explain(PyObject *, PyObject *const *args, Py_ssize_t nargs, PyObje
         return explain_entry_paths(values[0], reinterpret_cast<EphemeronMap *>(map),
                                    collector_budget());
     }
-    CodeRef code(values[0]);  // explain_paths allocates: hold the code (target.h)
-    return code.get() == nullptr ? nullptr : explain_paths(code.get(), collector_budget());
+    Ref code = code_ref(values[0]);  // explain_paths allocates: hold the code (target.h)
+    return !code ? nullptr : explain_paths(code.get(), collector_budget());
 }
 
 PyMethodDef functions[] = {

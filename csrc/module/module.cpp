@@ -14,6 +14,7 @@
 
 namespace py = pybind11;
 using namespace coextra::detail;
+using coextra::Ref;
 using coextra_bindings::checked;
 using coextra_bindings::new_reference_or_null;
 
@@ -47,13 +48,13 @@ PyObject *py_holder(PyObject *, PyObject *const *args, Py_ssize_t nargs, PyObjec
     }
     // create: the truth test and the allocation can run any code, which may
     // take the function's code away (target.h): hold it until we are done.
-    CodeRef code_ref(values[0]);
+    Ref held = code_ref(values[0]);
     int create = PyObject_IsTrue(values[1]);
     if (create < 0) {
         return nullptr;
     }
     if (create) {
-        h = registry_ensure(code_ref.get());
+        h = registry_ensure(held.get());
         if (h == nullptr) {
             return nullptr;
         }
@@ -68,8 +69,8 @@ PyObject *py_attach(PyObject *, PyObject *const *args, Py_ssize_t nargs, PyObjec
     if (!parse_fastcall_args("attach", names, 3, args, nargs, kwnames, values)) {
         return nullptr;
     }
-    CodeRef code(values[0]);
-    if (code.get() == nullptr) {
+    Ref code = code_ref(values[0]);
+    if (!code) {
         return nullptr;
     }
     Holder *borrowed = registry_ensure(code.get());
@@ -78,10 +79,8 @@ PyObject *py_attach(PyObject *, PyObject *const *args, Py_ssize_t nargs, PyObjec
     }
     // Our own reference: allocating the entry may run a GC pass (3.10/3.11)
     // whose callbacks detach this holder, dropping the registry's reference.
-    PyObject *holder = Py_NewRef(reinterpret_cast<PyObject *>(borrowed));
-    Entry *entry = holder_add(borrowed, values[1], values[2]);
-    Py_DECREF(holder);
-    return reinterpret_cast<PyObject *>(entry);
+    Ref holder = Ref::borrow(reinterpret_cast<PyObject *>(borrowed));
+    return reinterpret_cast<PyObject *>(holder_add(borrowed, values[1], values[2]));
 }
 
 // detach(obj) -> bool
@@ -91,8 +90,8 @@ PyObject *py_detach(PyObject *, PyObject *const *args, Py_ssize_t nargs, PyObjec
     if (!parse_fastcall_args("detach", names, 1, args, nargs, kwnames, &obj)) {
         return nullptr;
     }
-    CodeRef code(obj);
-    if (code.get() == nullptr) {
+    Ref code = code_ref(obj);
+    if (!code) {
         return nullptr;
     }
     Holder *h = registry_holder_of(code.get());

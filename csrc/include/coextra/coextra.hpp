@@ -1,6 +1,6 @@
 // coextra.hpp -- header-only C++ wrapper over coextra's C API (coextra.h).
 //
-// RAII references and lambdas for guards and visits; no pybind11, no C++
+// RAII references (coextra::Ref, ref.hpp) and lambdas for guards and visits; no pybind11, no C++
 // exceptions: every fallible call reports failure the CPython way (an empty
 // result or -1, with a Python exception set). Call coextra_import() first:
 // the wrapper goes through COEXTRA_API, so the rules of coextra.h apply (one
@@ -16,38 +16,12 @@
 #define COEXTRA_COEXTRA_HPP
 
 #include "coextra.h"
+#include "ref.hpp"
 
 #include <type_traits>
 #include <utility>
 
 namespace coextra {
-
-// An owned (strong) reference, released on destruction. Empty means NULL.
-class Ref {
-public:
-    Ref() = default;
-    static Ref steal(PyObject *object) { return Ref(object); }
-    static Ref borrow(PyObject *object) {
-        Py_XINCREF(object);
-        return Ref(object);
-    }
-    Ref(const Ref &other) : object_(other.object_) { Py_XINCREF(object_); }
-    Ref(Ref &&other) noexcept : object_(std::exchange(other.object_, nullptr)) {}
-    Ref &operator=(Ref other) noexcept {
-        std::swap(object_, other.object_);
-        return *this;
-    }
-    ~Ref() { Py_XDECREF(object_); }
-
-    PyObject *get() const { return object_; }
-    explicit operator bool() const { return object_ != nullptr; }
-    // Gives the reference to the caller.
-    PyObject *release() { return std::exchange(object_, nullptr); }
-
-private:
-    explicit Ref(PyObject *object) : object_(object) {}
-    PyObject *object_ = nullptr;
-};
 
 // An entry: its product and Python guard are borrowed from the entry, which
 // this object keeps alive.
