@@ -52,7 +52,7 @@ int product_is(Entry *entry, void *context) { return entry->product == context; 
 void Lookup_raw_co_extra_read(benchmark::State &state) {
     PyObject *code = new_code("f");
     Holder *h = registry_ensure(code);
-    Py_ssize_t index = internals.registry.extra_index;
+    Py_ssize_t index = registry_extra_index();
     for (auto _ : state) {
         void *extra = nullptr;
         coextra::compat::code_get_extra(code, index, &extra);

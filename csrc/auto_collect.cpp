@@ -134,7 +134,7 @@ Py_ssize_t run_generation_slices(bool keep_bound, bool age = true) {
     for (;;) {
         // Re-read: code run by the previous slice's detaches may have
         // detached or attached holders, run collect() or torn everything down.
-        Registry *r = internals.registry.registry;
+        Registry *r = registry_current();
         if (r == nullptr || r->closed) {
             generation.active = false;
             return detached;
@@ -165,7 +165,7 @@ Py_ssize_t run_generation_slices(bool keep_bound, bool age = true) {
         generation.detached += slice.holders;
         generation.cursor = first;
         if (slice.holders == 0 && !last) {
-            r = internals.registry.registry;  // as at the top: the slice may have run code
+            r = registry_current();  // as at the top: the slice may have run code
             if (r == nullptr || r->closed) {
                 continue;
             }
@@ -261,7 +261,7 @@ Py_ssize_t auto_collect_run(Registry *r, long gc_generation) {
             }
             detached += found;
         }
-        r = internals.registry.registry;  // the rest's detaches may have run code
+        r = registry_current();  // the rest's detaches may have run code
         if (r == nullptr || r->closed) {
             return detached;
         }
@@ -288,7 +288,7 @@ Py_ssize_t auto_collect_after_gc(Py_ssize_t collected) {
         return 0;
     }
     generation.second_look_due = false;
-    Registry *r = internals.registry.registry;
+    Registry *r = registry_current();
     if (!generation.active || r == nullptr || r->closed) {
         return 0;
     }

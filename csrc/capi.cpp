@@ -2,8 +2,6 @@
 // signatures to the core's Holder/Entry functions.
 #include "capi.h"
 
-#include "internals.h"
-
 #include "collector.h"
 #include "ephemeron_map.h"
 
@@ -23,9 +21,16 @@ Entry *as_entry(PyObject *entry) { return reinterpret_cast<Entry *>(entry); }
 // always points to an attached holder, because every detach, teardown
 // included, clears it. The index is set before the capsule exists and never
 // changes (registry.h).
+//
+// This file's state: the table, made once (capi_capsule), and a copy of its
+// co_extra index, which the table's functions (reachable only through it)
+// read.
+const coextra_CAPI *made_table = nullptr;
+Py_ssize_t slot_index = -1;
+
 Holder *read_slot(PyObject *code) {
     void *value = nullptr;
-    Py_ssize_t index = internals.registry.extra_index;
+    Py_ssize_t index = slot_index;
     if (index < 0 || compat::code_get_extra(code, index, &value) < 0) {
         if (index >= 0) {
             PyErr_Clear();  // only fails for a non-code object
@@ -201,7 +206,7 @@ Py_ssize_t api_map_size(PyObject *map) {
 
 }  // namespace
 
-const coextra_CAPI *capi_table() { return internals.capi_table; }
+const coextra_CAPI *capi_table() { return made_table; }
 
 PyObject *capi_capsule() {
     Registry *r = registry_get();
@@ -210,11 +215,11 @@ PyObject *capi_capsule() {
     }
     // Made once, when the capsule is first asked for (after registry_init: the
     // co_extra index is part of it), and never changed after.
-    if (internals.capi_table == nullptr) {
+    if (made_table == nullptr) {
         static const coextra_CAPI table = {
             COEXTRA_CAPI_VERSION,
             sizeof(coextra_CAPI),
-            internals.registry.extra_index,
+            registry_extra_index(),
             api_holder_of,
             api_ensure,
             api_add,
@@ -237,9 +242,10 @@ PyObject *capi_capsule() {
             api_map_delete,
             api_map_size,
         };
-        internals.capi_table = &table;
+        made_table = &table;
+        slot_index = table.extra_index;
     }
-    return PyCapsule_New(const_cast<coextra_CAPI *>(internals.capi_table), COEXTRA_CAPSULE_NAME, nullptr);
+    return PyCapsule_New(const_cast<coextra_CAPI *>(made_table), COEXTRA_CAPSULE_NAME, nullptr);
 }
 
 }  // namespace coextra::detail

@@ -1,11 +1,14 @@
 // entry.cpp -- the Entry type.
 #include "entry.h"
 
-#include "internals.h"
-
 #include <cstddef>
 
 namespace coextra::detail {
+
+// Entry objects in existence (entry_live_count).
+static int64_t live_entries = 0;
+
+int64_t entry_live_count() { return live_entries; }
 
 Entry *entry_new(PyObject *product, PyObject *guard) {
     if (guard == Py_None) {
@@ -23,7 +26,7 @@ Entry *entry_new(PyObject *product, PyObject *guard) {
     self->product = Py_NewRef(product);
     self->guard = guard ? Py_NewRef(guard) : nullptr;
     self->hits = 0;
-    internals.live.entries++;
+    live_entries++;
     PyObject_GC_Track(self);
     return self;
 }
@@ -55,7 +58,7 @@ static void entry_dealloc(PyObject *op) {
     // must not overflow the C stack when they are freed.
     Py_TRASHCAN_BEGIN(op, entry_dealloc)
     entry_clear(op);
-    internals.live.entries--;
+    live_entries--;
     PyObject_GC_Del(op);
     Py_TRASHCAN_END
 }

@@ -29,4 +29,8 @@ Entry *entry_new(PyObject *product, PyObject *guard);
 
 int entry_type_ready();
 
+// Entry objects that exist right now, in a holder or not: tests and stats()
+// prove with it that entries are really freed.
+int64_t entry_live_count();
+
 }  // namespace coextra::detail

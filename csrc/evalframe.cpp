@@ -2,7 +2,6 @@
 #include "evalframe.h"
 
 #include "capi.h"
-#include "internals.h"
 
 #include <pthread.h>
 
@@ -12,8 +11,43 @@ namespace {
 
 PyObject *hook(PyThreadState *tstate, compat::EvalFrame *frame, int throwflag);
 
-// This file's part of internals (internals.h).
-constexpr EvalFrameState &state = internals.evalframe;
+// The backend's state: per process, touched with the GIL held.
+struct EvalFrameState {
+    // Owned (one reference) while enabled, NULL when disabled.
+    PyObject *callback = nullptr;
+    // The evaluator underneath: frames always run with it. Set whenever the
+    // hook is installed and never cleared, so a call that reaches the hook
+    // after disable (another evaluator's chain) still finds it.
+    compat::EvalFrameFunction previous = nullptr;
+    // What `previous` becomes when disable() hands the interpreter back to
+    // it: the evaluator the hook ran frames with before it was installed over
+    // `previous`. If `previous` is an evaluator that had been installed over
+    // the hook (and so calls it), frames then flow previous -> hook ->
+    // underneath, and again hook -> underneath once that evaluator puts the
+    // hook back as it leaves: never into an evaluator that has left.
+    compat::EvalFrameFunction underneath = nullptr;
+    bool enabled = false;
+    bool trace = false;  // enable's `trace`: leave tracing on in the callback
+    // A callback is in progress (on any thread). While set, every frame passes
+    // through. At most one at a time: a compile starts only while none is in
+    // progress, and the GIL serialises the hook.
+    bool compiling = false;
+    pthread_t compiling_thread{};  // valid while compiling
+    // enabled && !compiling.
+    bool active = false;
+    // active && previous is CPython's default evaluator: the one flag the
+    // hook tests per frame on its common path (update_active keeps it).
+    bool direct = false;
+    // While a callback runs: the evaluator that was the interpreter's when
+    // the hook was reached through it, set aside for the callback (the hook is
+    // the interpreter's evaluator meanwhile); NULL otherwise.
+    compat::EvalFrameFunction above = nullptr;
+    // Frames looked up that were not hits (frames = hits + misses).
+    uint64_t misses = 0;
+    EvalFrameStats stats{};
+};
+
+EvalFrameState state;
 
 // The frame this thread's hook is handing to a non-default `previous`. Such
 // an evaluator may call the hook again with the same frame (it was installed

@@ -30,7 +30,7 @@
 // (evalframe.cpp, set_aside_evaluator_above, says what that costs other
 // threads). The functions below treat the set-aside evaluator as current.
 //
-// State is per process (internals.h; coextra runs in the main interpreter
+// State is per process (evalframe.cpp; coextra runs in the main interpreter
 // only) and only touched with the GIL held.
 #pragma once
 
@@ -49,42 +49,6 @@ struct EvalFrameStats {
     uint64_t passthrough;  // frames run untouched: a compile was in progress,
                            // the backend was off but still in another
                            // evaluator's chain, or the frame was entered to throw
-};
-
-// The backend's part of internals (internals.h).
-struct EvalFrameState {
-    // Owned (one reference) while enabled, NULL when disabled.
-    PyObject *callback = nullptr;
-    // The evaluator underneath: frames always run with it. Set whenever the
-    // hook is installed and never cleared, so a call that reaches the hook
-    // after disable (another evaluator's chain) still finds it.
-    compat::EvalFrameFunction previous = nullptr;
-    // What `previous` becomes when disable() hands the interpreter back to
-    // it: the evaluator the hook ran frames with before it was installed over
-    // `previous`. If `previous` is an evaluator that had been installed over
-    // the hook (and so calls it), frames then flow previous -> hook ->
-    // underneath, and again hook -> underneath once that evaluator puts the
-    // hook back as it leaves: never into an evaluator that has left.
-    compat::EvalFrameFunction underneath = nullptr;
-    bool enabled = false;
-    bool trace = false;  // enable's `trace`: leave tracing on in the callback
-    // A callback is in progress (on any thread). While set, every frame passes
-    // through. At most one at a time: a compile starts only while none is in
-    // progress, and the GIL serialises the hook.
-    bool compiling = false;
-    pthread_t compiling_thread{};  // valid while compiling
-    // enabled && !compiling.
-    bool active = false;
-    // active && previous is CPython's default evaluator: the one flag the
-    // hook tests per frame on its common path (update_active keeps it).
-    bool direct = false;
-    // While a callback runs: the evaluator that was the interpreter's when
-    // the hook was reached through it, set aside for the callback (the hook is
-    // the interpreter's evaluator meanwhile); NULL otherwise.
-    compat::EvalFrameFunction above = nullptr;
-    // Frames looked up that were not hits (frames = hits + misses).
-    uint64_t misses = 0;
-    EvalFrameStats stats{};
 };
 
 // Turns the backend on with `callback` (called as callback(code)). The hook is

@@ -3,7 +3,6 @@
 
 #include "fastcall_args.h"
 
-#include "internals.h"
 
 #include <cstring>
 #include <limits>
@@ -46,12 +45,28 @@ static int reserve(Holder *h, uint32_t wanted) {
     return 0;
 }
 
-// Keeps Registry::entries, the entries of attached holders (an attached
-// holder's registry is alive: it owns the holder).
+// This file's counts (holder_live_count, holder_attached_entries).
+static int64_t live_holders = 0;
+static uint64_t attached_entries = 0;
+
+int64_t holder_live_count() { return live_holders; }
+
+uint64_t holder_attached_entries() { return attached_entries; }
+
 static void count_entries(const Holder *h, int64_t delta) {
     if (holder_attached(h)) {
-        internals.registry.registry->entries += static_cast<uint64_t>(delta);
+        attached_entries += static_cast<uint64_t>(delta);
     }
+}
+
+void holder_mark_attached(Holder *h, PyObject *code) {
+    h->code = code;
+    count_entries(h, h->size);
+}
+
+void holder_mark_detached(Holder *h) {
+    count_entries(h, -static_cast<int64_t>(h->size));
+    h->code = nullptr;
 }
 
 static Py_ssize_t index_of(Holder *h, const Entry *entry) {
@@ -94,7 +109,7 @@ Holder *holder_new() {
     h->capacity = 0;
     h->max_entries = 0;
     h->registry_slot = 0;
-    internals.live.holders++;
+    live_holders++;
     PyObject_GC_Track(h);
     return h;
 }
@@ -245,7 +260,7 @@ static void holder_dealloc(PyObject *op) {
     PyObject_GC_UnTrack(op);
     Py_TRASHCAN_BEGIN(op, holder_dealloc)
     holder_clear(h);
-    internals.live.holders--;
+    live_holders--;
     PyObject_GC_Del(op);
     Py_TRASHCAN_END
 }

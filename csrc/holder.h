@@ -49,6 +49,18 @@ inline PyObject **holder_items(Holder *h) {
 
 inline bool holder_attached(const Holder *h) { return h->code != nullptr; }
 
+// The registry's attach and detach set and clear h->code through these, so
+// that the count of attached entries (holder_attached_entries) follows.
+void holder_mark_attached(Holder *h, PyObject *code);
+void holder_mark_detached(Holder *h);
+
+// The entries of every attached holder.
+uint64_t holder_attached_entries();
+
+// Holder objects that exist right now, attached or not: tests and stats()
+// prove with it that holders are really freed.
+int64_t holder_live_count();
+
 // A new, empty, detached holder (the registry attaches it), or NULL with an exception.
 Holder *holder_new();
 

@@ -1,9 +1,12 @@
-// internals.h -- coextra's process-wide state, in one struct, with the one
-// start-up and the one shutdown that order it.
+// internals.h -- the start-up and the shutdown that order coextra's
+// process-wide state, and the state of the concepts that share one struct.
 //
 // coextra runs in the main interpreter only (registry.h), so its state is per
-// process: the one Internals object below. Each member is the state of one
-// concept, declared in that concept's header and written by its .cpp file only.
+// process. The registry, holders, entries, the C API table and the evalframe
+// backend keep theirs in their own .cpp file, behind their headers' functions.
+// The collector, automatic collection and ephemeron maps keep theirs in the
+// one Internals object below: each member is the state of one concept,
+// declared in that concept's header and written by its .cpp file only.
 // Nothing else in the core lives beyond a call, except: the types' static
 // PyTypeObjects; in evalframe.cpp, one thread-local flag of the hook and that
 // file's copy of the public header's table pointer (coextra_api), which the
@@ -43,13 +46,10 @@
 namespace coextra::detail {
 
 struct Internals {
-    RegistryState registry;            // registry.cpp
-    const coextra_CAPI *capi_table = nullptr;  // capi.cpp: const once made
     CollectorState collector;          // collector.cpp
     AutoCollectState auto_collect;     // auto_collect.cpp
-    EvalFrameState evalframe;          // evalframe.cpp
     EphemeronState ephemeron;          // ephemeron_map.cpp
-    LiveCounts live;                   // holder.cpp, entry.cpp, ephemeron_map.cpp
+    LiveCounts live;                   // ephemeron_map.cpp
     bool process_hooks = false;        // internals.cpp: fork handler and atexit registered
 };
 

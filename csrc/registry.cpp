@@ -1,14 +1,32 @@
 // registry.cpp -- the Registry type, attachment and the single detach operation.
 #include "registry.h"
 
-#include "internals.h"
-
+#include <cassert>
 #include <new>
 
 namespace coextra::detail {
 
-// This file's part of internals (internals.h).
-static constexpr RegistryState &state = internals.registry;
+// The registry concept's state: per process, touched with the GIL held.
+struct RegistryState {
+    // Borrowed: set by registry_init, cleared by the registry's own dealloc,
+    // so it is valid whenever it is non-NULL.
+    Registry *registry = nullptr;
+    // The interpreter the registry belongs to. CPython may hand a
+    // subinterpreter a copy of this module's functions without running its
+    // init (3.13 does, for an extension already loaded in the main
+    // interpreter), so every entry point checks it: co_extra indices are per
+    // interpreter.
+    PyInterpreterState *home_interpreter = nullptr;
+    // coextra's co_extra index. CPython never releases one, so it is requested
+    // once per process, even if the registry is recreated, and never changes.
+    Py_ssize_t extra_index = -1;
+};
+
+static RegistryState state;
+
+Registry *registry_current() { return state.registry; }
+
+Py_ssize_t registry_extra_index() { return state.extra_index; }
 
 static bool in_home_interpreter() { return PyInterpreterState_Get() == state.home_interpreter; }
 
@@ -22,6 +40,31 @@ Registry *registry_get() {
     }
     return state.registry;
 }
+
+// Checks the generations' invariants (registry.h) where the runs' bounds
+// change, as gc.c's validate_list does: the bounds in order, and every slot
+// holding an attached holder that knows its slot. Linear in the holders, so
+// only in builds with assertions (the sanitizer and debug builds); a detach
+// checks the slots it wrote.
+#ifdef NDEBUG
+static void validate_runs(const Registry *) {}
+static void validate_slot(const Registry *, size_t) {}
+#else
+static void validate_slot(const Registry *r, size_t slot) {
+    const Holder *h = r->holders[slot];
+    assert(holder_attached(h) && "a detached holder in the registry");
+    assert(h->registry_slot == slot && "a holder that does not know its slot");
+    assert(registry_holder_of(h->code) == h && "a code object whose co_extra is not its holder");
+}
+
+static void validate_runs(const Registry *r) {
+    assert(r->old_end <= r->middle_end && r->middle_end <= r->pass_end &&
+           r->pass_end <= r->holders.size() && "generation runs out of order");
+    for (size_t slot = 0; slot < r->holders.size(); slot++) {
+        validate_slot(r, slot);
+    }
+}
+#endif
 
 static void place(Registry *r, Holder *h, size_t slot) {
     r->holders[slot] = h;
@@ -41,6 +84,7 @@ static void remove_slot(Registry *r, size_t slot) {
             size_t last = --*end;
             if (last != slot) {
                 place(r, r->holders[last], slot);
+                validate_slot(r, slot);
             }
             slot = last;
         }
@@ -48,20 +92,26 @@ static void remove_slot(Registry *r, size_t slot) {
     r->holders.pop_back();
 }
 
-void registry_begin_generation_pass(Registry *r) { r->pass_end = r->holders.size(); }
+void registry_begin_generation_pass(Registry *r) {
+    r->pass_end = r->holders.size();
+    validate_runs(r);
+}
 
 void registry_age_generations(Registry *r, bool straight_to_old) {
     r->old_end = straight_to_old ? r->pass_end : r->middle_end;
     r->middle_end = r->pass_end;
+    validate_runs(r);
 }
 
-void registry_all_old(Registry *r) { r->old_end = r->middle_end = r->pass_end = r->holders.size(); }
+void registry_all_old(Registry *r) {
+    r->old_end = r->middle_end = r->pass_end = r->holders.size();
+    validate_runs(r);
+}
 
 // The one detach operation (see registry.h for the order and why).
 static void detach(Registry *r, Holder *h, bool clear_slot) {
     PyObject *code = h->code;
-    h->code = nullptr;
-    r->entries -= h->size;
+    holder_mark_detached(h);
     if (clear_slot) {
         // CPython calls our free function with the old value; it sees a
         // detached holder and returns. Writing NULL to an existing slot of a
@@ -130,9 +180,9 @@ Holder *registry_ensure(PyObject *code) {
         return nullptr;
     }
     h->registry_slot = static_cast<uint32_t>(r->holders.size() - 1);
-    h->code = code;
+    holder_mark_attached(h, code);
     if (compat::code_set_extra(code, state.extra_index, h) < 0) {
-        h->code = nullptr;
+        holder_mark_detached(h);
         r->holders.pop_back();
         Py_DECREF(h);
         return nullptr;
@@ -208,7 +258,7 @@ PyObject *registry_holders() {
 // GC contract of Registry.
 //   Owns:     one strong reference to every attached holder (holders).
 //   Owned by: the coextra._coextra module (attribute _registry); state.registry
-//             (internals.h) is a borrowed alias cleared in dealloc.
+//             (RegistryState) is a borrowed alias cleared in dealloc.
 //   Traverse: visits every attached holder, so gc.get_referrers(holder) shows
 //             a real owner and the GC sees the path module -> holder -> entry.
 //   Clear:    detaches every holder. The GC only calls it when the registry
@@ -285,7 +335,6 @@ PyObject *registry_init() {
     r->closed = false;
     r->attached_total = 0;
     r->detached_total = 0;
-    r->entries = 0;
     PyObject_GC_Track(r);
     state.registry = r;
     return reinterpret_cast<PyObject *>(r);

@@ -51,26 +51,18 @@ struct Registry {
     bool closed;                   // teardown ran: no new attachments
     uint64_t attached_total;       // holders ever attached
     uint64_t detached_total;       // holders ever detached, for any reason
-    uint64_t entries;              // in the attached holders (holder.cpp keeps it)
 };
 
 extern PyTypeObject RegistryType;
 
-// The registry's part of internals (internals.h).
-struct RegistryState {
-    // Borrowed: set by registry_init, cleared by the registry's own dealloc,
-    // so it is valid whenever it is non-NULL.
-    Registry *registry = nullptr;
-    // The interpreter the registry belongs to. CPython may hand a
-    // subinterpreter a copy of this module's functions without running its
-    // init (3.13 does, for an extension already loaded in the main
-    // interpreter), so every entry point checks it: co_extra indices are per
-    // interpreter.
-    PyInterpreterState *home_interpreter = nullptr;
-    // coextra's co_extra index. CPython never releases one, so it is requested
-    // once per process, even if the registry is recreated, and never changes.
-    Py_ssize_t extra_index = -1;
-};
+// The live registry, borrowed, or NULL (no exception) when there is none:
+// before registry_init and once the registry object is gone. Valid until
+// Python code runs (a detach may run any).
+Registry *registry_current();
+
+// coextra's co_extra index: requested once per process, by the first
+// registry_init, and never changed (CPython never releases one); -1 before.
+Py_ssize_t registry_extra_index();
 
 // Readies the types, requests the co_extra index and creates the registry
 // (internals_start calls it). Returns a new reference to the registry, or

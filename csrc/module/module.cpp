@@ -109,11 +109,11 @@ py::dict stats() {
     Registry *r = checked(registry_get());
     py::dict out;
     out["holders"] = r->holders.size();
-    out["entries"] = r->entries;
+    out["entries"] = holder_attached_entries();
     out["attached_total"] = r->attached_total;
     out["detached_total"] = r->detached_total;
-    out["holders_alive"] = internals.live.holders;
-    out["entries_alive"] = internals.live.entries;
+    out["holders_alive"] = holder_live_count();
+    out["entries_alive"] = entry_live_count();
     out["ephemeron_maps"] = internals.ephemeron.maps.size();
     out["ephemeron_entries"] = internals.ephemeron.entries;
     out["ephemeron_entries_alive"] = internals.live.ephemeron_entries;

@@ -40,16 +40,16 @@ protected:
     void SetUp() override {
         ASSERT_GE(registry_reset(), 0);
         gc_collect();
-        holders_before = internals.live.holders;
-        entries_before = internals.live.entries;
+        holders_before = holder_live_count();
+        entries_before = entry_live_count();
         budget_before = collector_budget();
     }
     void TearDown() override {
         ASSERT_EQ(collector_set_budget(budget_before), 0);
         registry_reset();
         gc_collect();
-        EXPECT_EQ(internals.live.holders, holders_before);
-        EXPECT_EQ(internals.live.entries, entries_before);
+        EXPECT_EQ(holder_live_count(), holders_before);
+        EXPECT_EQ(entry_live_count(), entries_before);
         EXPECT_FALSE(PyErr_Occurred());
     }
     int64_t holders_before = 0, entries_before = 0;

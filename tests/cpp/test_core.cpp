@@ -37,15 +37,15 @@ protected:
     void SetUp() override {
         ASSERT_GE(registry_reset(), 0);
         py::module_::import("gc").attr("collect")();
-        holders_before = internals.live.holders;
-        entries_before = internals.live.entries;
+        holders_before = holder_live_count();
+        entries_before = entry_live_count();
     }
     void TearDown() override {
         registry_reset();
         py::module_::import("gc").attr("collect")();
         // Every test leaves nothing behind: no holder and no entry outlives it.
-        EXPECT_EQ(internals.live.holders, holders_before);
-        EXPECT_EQ(internals.live.entries, entries_before);
+        EXPECT_EQ(holder_live_count(), holders_before);
+        EXPECT_EQ(entry_live_count(), entries_before);
         EXPECT_FALSE(PyErr_Occurred());
     }
     int64_t holders_before = 0;
@@ -153,12 +153,12 @@ TEST_F(Core, EvictionDropsTheLeastRecentlyUsedEntry) {
     Entry *found = nullptr;
     ASSERT_EQ(holder_lookup(h, product_equals, p1.ptr(), &found), 1);  // p2 is now LRU
     Py_DECREF(found);
-    int64_t entries = internals.live.entries;
+    int64_t entries = entry_live_count();
     Py_DECREF(holder_add(h, p3.ptr(), nullptr));
     ASSERT_EQ(h->size, 2u);
     EXPECT_EQ(reinterpret_cast<Entry *>(holder_items(h)[0])->product, p3.ptr());
     EXPECT_EQ(reinterpret_cast<Entry *>(holder_items(h)[1])->product, p1.ptr());
-    EXPECT_EQ(internals.live.entries, entries) << "the evicted entry was freed";
+    EXPECT_EQ(entry_live_count(), entries) << "the evicted entry was freed";
     holder_set_max_entries(h, 1);
     EXPECT_EQ(h->size, 1u);
 }
@@ -385,7 +385,7 @@ TEST(Teardown, DetachesEverythingIncludingFrozenStdlibCode) {
                 }
             }
             int status = Py_FinalizeEx();
-            bool clean = status == 0 && internals.live.holders == 0 && internals.live.entries == 0;
+            bool clean = status == 0 && holder_live_count() == 0 && entry_live_count() == 0;
             _exit(clean ? 0 : 1);
         },
         ::testing::ExitedWithCode(0), "");
