@@ -13,19 +13,21 @@ side by side in one run:
       returns a product, after a run that gave every code object the program
       runs an entry; the timed runs check that no callback runs then.
 
-Each configuration of each program is one pyperf benchmark ("richards (b) raw
-co_extra hook"); pyperf's worker processes enable the configuration around
-their timed runs and check every run's result. Before the workers start, this
-process checks every program once under each configuration: the result must
-pass the program's check without a hook and be the same under (b) and (c).
---quick does only that check pass (one run per configuration, for `make
-test`). Reported per program: pyperf's median of each configuration, (c)/(b)
+Each configuration of each program is one pyperf benchmark per round
+("richards (b) raw co_extra hook, round 2"): every program under each
+configuration in turn, round after round, the order of the configurations
+rotating, and each configuration's median taken over the values of all rounds.
+pyperf's worker processes enable the configuration around their timed runs and
+check every run's result. Before the workers start, this process checks every
+program once under each configuration: the result must pass the program's
+check without a hook and be the same under (b) and (c). --quick does only that
+check pass (one run per configuration, for `make test`). Reported per program: pyperf's median of each configuration, (c)/(b)
 (the backend against the cheapest possible hook; target <= 1.05) and (b)/(a)
 (what any PEP 523 hook costs on CPython: docs/stress-and-benchmarks.md,
 "Overhead on real programs"). Nothing about the timings is asserted.
 
     PYTHONPATH=python python bench/bench_programs.py [--quick] [--programs richards,nbody,...]
-        [--json FILE] [pyperf's options: --fast, --rigorous, -p PROCESSES, -o FILE, ...]
+        [--rounds N] [--json FILE] [pyperf's options: -p PROCESSES per round, -n VALUES, -o FILE, ...]
 
 Needs the test extensions built by CMake (make build) in tests/python/_ext and
 the bench extra (pyperformance); without pyperformance it says so and exits 0.
@@ -150,7 +152,8 @@ def time_runs(loops: int, name: str, config: str) -> float:
 
 def measure(runner, programs: list[library.Program], rounds: int) -> dict[str, dict[str, list[float]]]:
     """pyperf's values of each configuration of each program ({name: {config:
-    seconds per run}}), in this process; nothing in a worker.
+    seconds per run}}); in a worker, the one benchmark its task names, and
+    nothing returned.
 
     Every program under each configuration in turn, round after round, the
     order of the configurations rotating from round to round: a change in the
@@ -286,30 +289,29 @@ def main() -> int:
     args = runner.parse_args()
     programs = selected(runner.argparser, args.programs)
 
-    if not args.worker:
-        started = time.perf_counter()
-        checked = check_pass(programs)
-        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-        info = {"extensions": {m.__name__: extension_info(m) for m in (_coextra, _capi_bench)},
-                "pyperformance": str(library.benchmarks_dir()), "load_average": load}
-        if args.quick:
-            rows = [row_of(p, checked[p.name]["frames"], checked[p.name]["seconds"]) for p in programs]
-            print(f"Python {sys.version.split()[0]}; every program's result checked without a hook, "
-                  f"the same under (b) and (c), (c) all hits ({time.perf_counter() - started:.0f} s, "
-                  f"load average {load:.1f}). One run each, a smoke test, not a measurement:\n")
-            print("\n".join(table(rows)))
-            write_json(args.json, summary("one run per configuration (--quick): not a measurement",
-                                          rows, **info))
-            coextra.reset()
-            return 0
-
-    values = measure(runner, programs, args.rounds)
     if args.worker:
+        measure(runner, programs, args.rounds)
         return 0
 
+    started = time.perf_counter()
+    checked = check_pass(programs)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    info = {"extensions": {m.__name__: extension_info(m) for m in (_coextra, _capi_bench)},
+            "pyperformance": str(library.benchmarks_dir()), "load_average": load}
+    if args.quick:
+        rows = [row_of(p, checked[p.name]["frames"], checked[p.name]["seconds"]) for p in programs]
+        print(f"Python {sys.version.split()[0]}; every program's result checked without a hook, "
+              f"the same under (b) and (c), (c) all hits ({time.perf_counter() - started:.0f} s, "
+              f"load average {load:.1f}). One run each, a smoke test, not a measurement:\n")
+        print("\n".join(table(rows)))
+        write_json(args.json, summary("one run per configuration (--quick): not a measurement", rows, **info))
+        coextra.reset()
+        return 0
+
+    values = measure(runner, programs, args.rounds)
     medians = {name: {c: statistics.median(v) for c, v in by_config.items()} for name, by_config in values.items()}
     rows = [row_of(p, checked[p.name]["frames"], medians[p.name]) for p in programs]
-    how = (f"pyperf, median of {args.rounds} interleaved rounds x {args.processes} processes x "
+    how = (f"median of {args.rounds} interleaved rounds x {args.processes} pyperf worker processes x "
            f"{args.values} values per configuration")
     print(f"\nPython {sys.version.split()[0]}; {how} ({time.perf_counter() - started:.0f} s, "
           f"load average {load:.1f} at the start on {os.cpu_count()} CPUs); every result checked; "
