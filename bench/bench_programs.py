@@ -16,12 +16,14 @@ side by side in one run:
 Each configuration of each program is one pyperf benchmark per round
 ("richards (b) raw co_extra hook, round 2"): every program under each
 configuration in turn, round after round, the order of the configurations
-rotating, and each configuration's median taken over the values of all rounds.
+rotating. The ratios are the medians over the rounds of the ratios within a
+round (whose configurations run seconds apart): a change in the machine's load
+between rounds leaves them alone.
 pyperf's worker processes enable the configuration around their timed runs and
 check every run's result. Before the workers start, this process checks every
 program once under each configuration: the result must pass the program's
 check without a hook and be the same under (b) and (c). --quick does only that
-check pass (one run per configuration, for `make test`). Reported per program: pyperf's median of each configuration, (c)/(b)
+check pass (one run per configuration, for `make test`). Reported per program: the time per run of each configuration, (c)/(b)
 (the backend against the cheapest possible hook; target <= 1.05) and (b)/(a)
 (what any PEP 523 hook costs on CPython: docs/stress-and-benchmarks.md,
 "Overhead on real programs"). Nothing about the timings is asserted.
@@ -56,9 +58,10 @@ CONFIGS = {
 }
 # Worker processes per configuration of each program: PROCESSES in each of
 # ROUNDS rounds (pyperf's default is 20 processes; -p, --fast and --rigorous
-# change PROCESSES, --rounds ROUNDS).
-PROCESSES = 2
-ROUNDS = 5
+# change PROCESSES, --rounds ROUNDS). More rounds rather than more processes
+# per round: the ratios are medians over the rounds.
+PROCESSES = 1
+ROUNDS = 9
 
 
 def compile_all(code):
@@ -150,10 +153,10 @@ def time_runs(loops: int, name: str, config: str) -> float:
     return total
 
 
-def measure(runner, programs: list[library.Program], rounds: int) -> dict[str, dict[str, list[float]]]:
-    """pyperf's values of each configuration of each program ({name: {config:
-    seconds per run}}); in a worker, the one benchmark its task names, and
-    nothing returned.
+def measure(runner, programs: list[library.Program], rounds: int) -> dict[str, dict[str, list[list[float]]]]:
+    """pyperf's values of each configuration of each program, round by round
+    ({name: {config: [[seconds per run] per round]}}); in a worker, the one
+    benchmark its task names, and nothing returned.
 
     Every program under each configuration in turn, round after round, the
     order of the configurations rotating from round to round: a change in the
@@ -165,7 +168,7 @@ def measure(runner, programs: list[library.Program], rounds: int) -> dict[str, d
     args = runner.args
     given_loops = args.loops
     calibrated: dict[tuple[str, str], int] = {}
-    values: dict[str, dict[str, list[float]]] = {p.name: {c: [] for c in CONFIGS} for p in programs}
+    values: dict[str, dict[str, list[list[float]]]] = {p.name: {c: [] for c in CONFIGS} for p in programs}
     order = list(CONFIGS)
     for round_index in range(rounds):
         shift = round_index % len(order)
@@ -176,8 +179,18 @@ def measure(runner, programs: list[library.Program], rounds: int) -> dict[str, d
                                                time_runs, program.name, config)
                 if bench is not None and not args.worker:
                     calibrated[(program.name, config)] = bench.get_loops()
-                    values[program.name][config].extend(bench.get_values())
+                    values[program.name][config].append(list(bench.get_values()))
     return values
+
+
+def seconds_per_run(rounds: dict[str, list[list[float]]]) -> dict[str, float]:
+    """(b)'s median over the rounds of its medians in each, and (a) and (c) as
+    (b)'s times their median ratio to (b) within a round: the configurations
+    of a round run within seconds of each other, so that a change in the
+    machine's load from one round to the next leaves the ratios alone."""
+    medians = [{c: statistics.median(rounds[c][r]) for c in CONFIGS} for r in range(len(rounds["b"]))]
+    b = statistics.median(m["b"] for m in medians)
+    return {c: b * statistics.median(m[c] / m["b"] for m in medians) for c in CONFIGS}
 
 
 def extension_info(module) -> dict:
@@ -193,8 +206,9 @@ def table(rows: list[dict]) -> list[str]:
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
         ms = row["median_ms"]
-        # Per frame only where frames are what the program does.
-        per_frame = f"{row['ns_per_frame_c_minus_b']:.1f}" if row["frames_per_run"] >= 10_000 else "-"
+        # Per frame only where frames are what the program does: at least one per µs.
+        dense = row["frames_per_run"] >= ms["b"] * 1e3
+        per_frame = f"{row['ns_per_frame_c_minus_b']:.1f}" if dense else "-"
         lines.append(f"| {row['program']} | {row['frames_per_run']:,} | {ms['a']:.1f} | {ms['b']:.1f} | "
                      f"{ms['c']:.1f} | {row['ratio_b_over_a']:.2f} | **{row['ratio_c_over_b']:.3f}** | "
                      f"{per_frame} |")
@@ -309,10 +323,10 @@ def main() -> int:
         return 0
 
     values = measure(runner, programs, args.rounds)
-    medians = {name: {c: statistics.median(v) for c, v in by_config.items()} for name, by_config in values.items()}
-    rows = [row_of(p, checked[p.name]["frames"], medians[p.name]) for p in programs]
-    how = (f"median of {args.rounds} interleaved rounds x {args.processes} pyperf worker processes x "
-           f"{args.values} values per configuration")
+    rows = [row_of(p, checked[p.name]["frames"], seconds_per_run(values[p.name])) for p in programs]
+    how = (f"{args.rounds} interleaved rounds x {args.processes} pyperf worker processes x {args.values} "
+           f"values per configuration; (b): the median of its medians per round, (a) and (c): (b) times "
+           f"their median ratio to (b) in a round")
     print(f"\nPython {sys.version.split()[0]}; {how} ({time.perf_counter() - started:.0f} s, "
           f"load average {load:.1f} at the start on {os.cpu_count()} CPUs); every result checked; "
           f"(c) all hits in every worker\n")
