@@ -324,7 +324,8 @@ def main() -> int:
 
     values = measure(runner, programs, args.rounds)
     rows = [row_of(p, checked[p.name]["frames"], seconds_per_run(values[p.name])) for p in programs]
-    how = (f"{args.rounds} interleaved rounds x {args.processes} pyperf worker processes x {args.values} "
+    how = (f"{args.rounds} interleaved rounds x {args.processes} pyperf worker "
+           f"process{'es' if args.processes != 1 else ''} x {args.values} "
            f"values per configuration; (b): the median of its medians per round, (a) and (c): (b) times "
            f"their median ratio to (b) in a round")
     print(f"\nPython {sys.version.split()[0]}; {how} ({time.perf_counter() - started:.0f} s, "
