@@ -27,13 +27,13 @@ from typing import Any, Callable
 # Installing this extra brings pyperformance (and pyperf).
 EXTRA = "coextra[bench]"
 
-# raytrace's image: pyperformance's default 100 x 100 takes about a second a
-# run on CPython 3.11; this keeps a run as long as the other programs'.
+# raytrace's image: pyperformance's default, 100 x 100, makes a run several
+# times as long as the other programs'; this one keeps it alike.
 RAYTRACE_SIZE = (40, 40)
 # bench_generators' tree: 100,000 values.
 GENERATORS_TREE_SIZE = 100_000
-# nbody's energy drifts by less than this over pyperformance's default run
-# (the symplectic integrator conserves it to a few 1e-5).
+# How far nbody's energy may drift over pyperformance's default run: the
+# symplectic integrator conserves it, to well within this.
 NBODY_DRIFT = 1e-4
 
 
@@ -188,7 +188,7 @@ PROGRAMS = [
     Program("deltablue", run_deltablue, lambda r: r == "",
             "chain and projection tests (n = 100): no constraint fails"),
     Program("nbody", run_nbody, check_nbody,
-            f"energy before (-0.169075164) and after {NBODY_DRIFT:g} of it"),
+            f"energy before (-0.169075164) and after (within {NBODY_DRIFT:g} of it)"),
     Program("raytrace", run_raytrace, check_raytrace,
             f"{RAYTRACE_SIZE[0]} x {RAYTRACE_SIZE[1]} image: pixel count and colour sums"),
     Program("generators", run_generators,
