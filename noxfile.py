@@ -15,6 +15,8 @@ CPython 3.14 and 3.15 live in a Debian unstable root (scripts/sid-root.sh):
 their `.venv/py3.X/bin/python` runs the root's interpreter, and every other
 command of those versions (cmake, ctest, valgrind) runs there too, through the
 prefix `in_root(version)`; the checkout has the same path inside and out.
+CMake is configured with the presets of CMakePresets.json (docs/building.md):
+`dev` for the build session, `asan` for the asan session.
 A failing session does not stop the others; nox lists each session's result
 at the end and exits non-zero if any failed.
 """
@@ -72,13 +74,13 @@ def with_package(**extra: str) -> dict[str, str]:
     return {"PYTHONPATH": str(ROOT / "python"), **extra}
 
 
-def configure(session: nox.Session, version: str, preset: str, build_dir: pathlib.Path, *options: str) -> None:
+def cmake_configure(session: nox.Session, version: str, preset: str, build_dir: pathlib.Path, *options: str) -> None:
     """CMake's configure step: a preset of CMakePresets.json, with `version`'s interpreter."""
     session.run(*in_root(version), "cmake", "-S", str(ROOT), "--preset", preset, "-B", str(build_dir),
                 f"-DPython_EXECUTABLE={python(version)}", *options, external=True, silent=True)
 
 
-def compile(session: nox.Session, version: str, build_dir: pathlib.Path) -> None:
+def cmake_build(session: nox.Session, version: str, build_dir: pathlib.Path) -> None:
     """CMake's build step; only the compiler's errors and warnings are shown."""
     output = session.run(*in_root(version), "cmake", "--build", str(build_dir), "-j", "2", "--", "--no-print-directory",
                          external=True, silent=True)
@@ -95,8 +97,8 @@ def build(session: nox.Session, version: str) -> None:
     configure step."""
     build_dir = ROOT / "build" / f"py{version}"
     if not (build_dir / "CMakeCache.txt").exists() or session.posargs:
-        configure(session, version, "dev", build_dir, *session.posargs)
-    compile(session, version, build_dir)
+        cmake_configure(session, version, "dev", build_dir, *session.posargs)
+    cmake_build(session, version, build_dir)
 
 
 @nox.session(tags=["test"])
@@ -216,8 +218,8 @@ def _asan_failures(session: nox.Session, version: str, scenario_args: list[str])
     build_dir = ROOT / "build" / f"asan-py{version}"
     package = build_dir / "python"
     try:
-        configure(session, version, "asan", build_dir)
-        compile(session, version, build_dir)
+        cmake_configure(session, version, "asan", build_dir)
+        cmake_build(session, version, build_dir)
     except nox.command.CommandFailed:
         return ["build"]
     # The module really is instrumented, and it is the one that gets imported.
