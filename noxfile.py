@@ -15,6 +15,8 @@ CPython 3.14 and 3.15 live in a Debian unstable root (scripts/sid-root.sh):
 their `.venv/py3.X/bin/python` runs the root's interpreter, and every other
 command of those versions (cmake, ctest, valgrind) runs there too, through the
 prefix `in_root(version)`; the checkout has the same path inside and out.
+CMake is configured with the presets of CMakePresets.json (docs/building.md):
+`dev` for the build session, `asan` for the asan session.
 A failing session does not stop the others; nox lists each session's result
 at the end and exits non-zero if any failed.
 """
@@ -72,21 +74,31 @@ def with_package(**extra: str) -> dict[str, str]:
     return {"PYTHONPATH": str(ROOT / "python"), **extra}
 
 
-@nox.session(tags=["test", "bench", "leakcheck", "conformance"])
-@nox.parametrize("version", VERSIONS)
-def build(session: nox.Session, version: str) -> None:
-    """The extension (into python/coextra/) and the C++ tests and benchmarks
-    (into build/py3.X/). Arguments after -- go to CMake's configure step."""
-    build_dir = ROOT / "build" / f"py{version}"
-    if not (build_dir / "CMakeCache.txt").exists() or session.posargs:
-        session.run(*in_root(version), "cmake", "-S", str(ROOT), "-B", str(build_dir),
-                    f"-DPython_EXECUTABLE={python(version)}", *session.posargs,
-                    external=True, silent=True)
+def cmake_configure(session: nox.Session, version: str, preset: str, build_dir: pathlib.Path, *options: str) -> None:
+    """CMake's configure step: a preset of CMakePresets.json, with `version`'s interpreter."""
+    session.run(*in_root(version), "cmake", "-S", str(ROOT), "--preset", preset, "-B", str(build_dir),
+                f"-DPython_EXECUTABLE={python(version)}", *options, external=True, silent=True)
+
+
+def cmake_build(session: nox.Session, version: str, build_dir: pathlib.Path) -> None:
+    """CMake's build step; only the compiler's errors and warnings are shown."""
     output = session.run(*in_root(version), "cmake", "--build", str(build_dir), "-j", "2", "--", "--no-print-directory",
                          external=True, silent=True)
     for line in (output or "").splitlines():
         if "error" in line or "warning" in line:
             session.warn(line)
+
+
+@nox.session(tags=["test", "bench", "leakcheck", "conformance"])
+@nox.parametrize("version", VERSIONS)
+def build(session: nox.Session, version: str) -> None:
+    """The extension (into python/coextra/) and the C++ tests and benchmarks
+    (into build/py3.X/): the dev preset. Arguments after -- go to CMake's
+    configure step."""
+    build_dir = ROOT / "build" / f"py{version}"
+    if not (build_dir / "CMakeCache.txt").exists() or session.posargs:
+        cmake_configure(session, version, "dev", build_dir, *session.posargs)
+    cmake_build(session, version, build_dir)
 
 
 @nox.session(tags=["test"])
@@ -194,10 +206,57 @@ def valgrind_full(session: nox.Session) -> None:
     session.run(str(ROOT / "valgrind" / "run.sh"), *LEAK_VERSIONS, "--", "--tier", "full", external=True)
 
 
+SCENARIOS = str(ROOT / "tests" / "scenarios" / "run.py")
+# What every sanitized process gets (tests/scenarios/run.py sets the same for its own).
+SANITIZER_ENV = {"PYTHONMALLOC": "malloc", "ASAN_OPTIONS": "detect_leaks=1:exitcode=99",
+                 "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1:exitcode=99"}
+
+
+def _asan_failures(session: nox.Session, version: str, scenario_args: list[str]) -> list[str]:
+    """Builds build/asan-py3.X (the asan preset) and runs the C++ suite and the
+    scenarios there; the names of the steps that failed."""
+    build_dir = ROOT / "build" / f"asan-py{version}"
+    package = build_dir / "python"
+    try:
+        cmake_configure(session, version, "asan", build_dir)
+        cmake_build(session, version, build_dir)
+    except nox.command.CommandFailed:
+        return ["build"]
+    # The module really is instrumented, and it is the one that gets imported.
+    modules = [str(module) for module in (package / "coextra").glob("_coextra*.so")]
+    if not modules or "__asan_report_load" not in session.run("nm", "-D", *modules, external=True, silent=True):
+        return [f"no ASan instrumentation in {package / 'coextra'}"]
+    suppressions = session.run(python(version), SCENARIOS, "--lsan-suppressions", version,
+                               external=True, silent=True).strip()
+    failures = []
+    try:
+        output = session.run("ctest", "--test-dir", str(build_dir), "--output-on-failure", external=True, silent=True,
+                             env={**SANITIZER_ENV, "LSAN_OPTIONS": f"suppressions={suppressions}:print_suppressions=0"})
+        session.log(next(line for line in output.splitlines() if "tests passed" in line))
+    except nox.command.CommandFailed:
+        failures.append("ctest")
+    try:
+        session.run(python(version), SCENARIOS, "--tool", "asan", "--python", python(version),
+                    "--pythonpath", str(package), *scenario_args, external=True,
+                    env={**SANITIZER_ENV, "COEXTRA_TEST_EXT_DIR": str(package / "_ext")})
+    except nox.command.CommandFailed:
+        failures.append("scenarios")
+    return failures
+
+
 @nox.session(tags=["leakcheck"])
 def asan(session: nox.Session) -> None:
-    """ASan+UBSan+LSan builds: the C++ suite and every scenario, on 3.11 and 3.12."""
-    session.run(str(ROOT / "scripts" / "asan.sh"), *LEAK_VERSIONS, external=True)
+    """ASan+UBSan+LSan builds: the C++ suite and every scenario, on 3.11 and 3.12.
+    Arguments after -- go to tests/scenarios/run.py (default: --tier full);
+    `-- 3.12 -- --tier planted` picks the interpreters too."""
+    versions, scenario_args = LEAK_VERSIONS, session.posargs
+    if "--" in scenario_args:
+        split = scenario_args.index("--")
+        versions, scenario_args = scenario_args[:split], scenario_args[split + 1:]
+    failed = [f"{step} (CPython {version})" for version in versions
+              for step in _asan_failures(session, version, scenario_args or ["--tier", "full"])]
+    if failed:
+        session.error(f"failed: {', '.join(failed)}")
 
 
 @nox.session(tags=["leakcheck"])

@@ -31,7 +31,7 @@ def find_cmake() -> str:
     except ImportError:
         found = shutil.which("cmake")
         if found is None:
-            sys.exit("coextra needs CMake >= 3.18 to build (pip install cmake, or apt-get install cmake)")
+            sys.exit("coextra needs CMake >= 3.21 to build (pip install cmake, or apt-get install cmake)")
         return found
 
 
@@ -42,13 +42,12 @@ class CMakeBuild(build_ext):
         output_dir = Path(self.get_ext_fullpath(ext.name)).parent.resolve()
         build_dir = Path(self.build_temp).resolve() / "cmake"
         cmake = find_cmake()
+        # The release preset (CMakePresets.json) says how; pip says where and with what.
         subprocess.check_call([
-            cmake, "-S", str(ROOT), "-B", str(build_dir),
+            cmake, "-S", str(ROOT), "--preset", "release", "-B", str(build_dir),
             f"-DPython_EXECUTABLE={sys.executable}",
             f"-Dpybind11_DIR={pybind11.get_cmake_dir()}",
             f"-DCOEXTRA_MODULE_DIR={output_dir}",
-            "-DCOEXTRA_BUILD_TESTS=OFF",
-            "-DCMAKE_BUILD_TYPE=Release",
         ])
         subprocess.check_call([cmake, "--build", str(build_dir), "--target", "_coextra", "-j", "2"])
 

@@ -67,6 +67,35 @@ install_debian_packages() {
     esac
 }
 
+# One line "MINOR PATH" for each supported CPython (3.10-3.15) on this machine,
+# one interpreter per minor version: pyenv's first, then the system's, then
+# python3 on PATH. Free-threaded builds are skipped (coextra refuses them), and
+# so are interpreters whose venv module does not work (Debian's system Python
+# needs python3-venv).
+interpreters() {
+    local -a candidates=()
+    local minor p
+    for minor in 10 11 12 13 14 15; do
+        for p in "$HOME"/.pyenv/versions/3."$minor".*/bin/python3."$minor" \
+                 /usr/local/bin/python3."$minor" /usr/bin/python3."$minor"; do
+            [ -x "$p" ] && candidates+=("$p")
+        done
+    done
+    if command -v python3 >/dev/null; then
+        candidates+=("$(command -v python3)")
+    fi
+    local -A seen=()
+    local version
+    for p in "${candidates[@]}"; do
+        version=$("$p" -c 'import sys, sysconfig, venv, ensurepip
+if sys.version_info[:2] >= (3, 10) and sys.version_info[:2] <= (3, 15) and not sysconfig.get_config_var("Py_GIL_DISABLED"):
+    print("%d.%d" % sys.version_info[:2])' 2>/dev/null) || continue
+        [ -n "$version" ] && [ -z "${seen[$version]:-}" ] || continue
+        seen[$version]=1
+        echo "$version $p"
+    done | sort -V
+}
+
 # pip install, without this machine's harmless warnings about absent local indexes.
 quiet_pip() {
     local venv=$1
@@ -95,7 +124,7 @@ make_venvs() {
             fi
             echo "$stamp_value" > "$venv/.requirements"
         fi
-    done < <(scripts/interpreters.sh)
+    done < <(interpreters)
     if [ -z "$(ls .venv)" ]; then
         log "no supported CPython (3.10-3.15) found"
         return 1
@@ -124,7 +153,7 @@ make_debug_venv() {
 
 # CPython 3.14 and 3.15 in the Debian unstable root when the host has neither.
 make_sid_root() {
-    [ -n "$(scripts/interpreters.sh | awk '$1 == "3.14" || $1 == "3.15"')" ] && return 0
+    [ -n "$(interpreters | awk '$1 == "3.14" || $1 == "3.15"')" ] && return 0
     command -v dpkg-query >/dev/null || return 0
     scripts/sid-root.sh make
 }

@@ -2,8 +2,9 @@
 # Refleak hunting (tests/refleak/refleak_plugin.py, like CPython's regrtest -R) on
 # Debian's debug interpreter (.venv/dbg, made by scripts/bootstrap.sh from
 # python3.11-dbg on Debian 12 or python3.13-dbg on Debian 13). Builds coextra
-# against that interpreter's own headers into build/dbg (module in
-# build/dbg/python/coextra with a copy of the package's Python files), then runs
+# against that interpreter's own headers into build/dbg (CMakePresets.json's
+# debug preset: the module in build/dbg/python/coextra, an importable package
+# there with links to the package's files), then runs
 # pytest with the plugin: every test runs warm-up + measured times and the run
 # fails if a test's total references or allocated blocks grow on every measured run.
 #
@@ -18,15 +19,10 @@ if [ ! -x "$python" ] || ! "$python" -c 'import sys; sys.gettotalrefcount' 2>/de
     exit 1
 fi
 build=build/dbg
-if [ ! -f "$build/CMakeCache.txt" ]; then
-    cmake -S . -B "$build" -DPython_EXECUTABLE="$PWD/$python" -DCOEXTRA_BUILD_TESTS=OFF \
-        -DCMAKE_BUILD_TYPE=Debug -DCOEXTRA_MODULE_DIR="$PWD/$build/python/coextra" >/dev/null || exit 1
-fi
+cmake --preset debug -B "$build" -DPython_EXECUTABLE="$PWD/$python" >/dev/null || exit 1
 echo "[refleak] building $build"
 cmake --build "$build" -j 2 -- --no-print-directory | grep -E "error|warning"
 test "${PIPESTATUS[0]}" -eq 0 || exit 1
-scripts/stage_package.sh "$build/python" || exit 1
-
 
 [ "$#" -eq 0 ] && set -- tests/python
 # Not measured here (and the refleak sessions in noxfile.py add -k "not naive":

@@ -10,9 +10,13 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-source scripts/versions_args.sh
-parse_versions 3.11 3.12 :: "$@"
-set -- "${rest[@]}"
+versions=()
+while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do
+    versions+=("$1")
+    shift
+done
+[ "${1:-}" = "--" ] && shift
+[ "${#versions[@]}" -eq 0 ] && versions=(3.11 3.12)
 
 if ! command -v valgrind >/dev/null; then
     echo "valgrind is not installed (scripts/bootstrap.sh installs it)" >&2
@@ -20,7 +24,12 @@ if ! command -v valgrind >/dev/null; then
 fi
 status=0
 for version in "${versions[@]}"; do
-    venv_python "$version" || { status=1; continue; }
+    python=.venv/py$version/bin/python
+    if [ ! -x "$python" ]; then
+        echo "no $python: CPython $version is not set up here (scripts/bootstrap.sh)" >&2
+        status=1
+        continue
+    fi
     "$python" tests/scenarios/run.py --tool valgrind --python "$python" "$@" || status=1
 done
 exit $status

@@ -10,7 +10,7 @@ tests/refleak/planted/) is run through its harness exactly as `make test` and
 - refleak (scripts/refleak.sh, debug interpreter): the naive twin and an injected
   reference leak as references and blocks that grow on every run;
 - ASan/LSan (tests/scenarios/run.py --tool asan), in `make leakcheck` only (after
-  scripts/asan.sh has built build/asan-py3.X): the leaks as LeakSanitizer
+  nox -s asan has built build/asan-py3.X): the leaks as LeakSanitizer
   reports, the read as heap-use-after-free.
 
 Run with the interpreter under test: python -m pytest tests/leakcheck
@@ -116,7 +116,7 @@ def test_planted_refleak_tests_skip_unless_selected_explicitly():
 # has (re)built build/asan-py3.X, so a stale sanitized build is never what is tested.
 needs_asan_build = pytest.mark.skipif(
     os.environ.get("COEXTRA_LEAKCHECK_ASAN") != "1" or not os.path.isdir(ASAN_PACKAGE),
-    reason=f"ASan checks run in `make leakcheck` (scripts/asan.sh {VERSION} builds build/asan-py{VERSION})",
+    reason=f"ASan checks run in `make leakcheck` (nox -s asan builds build/asan-py{VERSION})",
 )
 
 

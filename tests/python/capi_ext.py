@@ -1,6 +1,6 @@
 """The C API test extensions (tests/capi_ext), built by CMake from the public
 header alone into tests/python/_ext, one file per CPython ABI. A sanitized build
-(scripts/asan.sh) puts its own elsewhere and names that directory in
+(nox -s asan) puts its own elsewhere and names that directory in
 COEXTRA_TEST_EXT_DIR, so it never replaces the plain build's files."""
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ Tools:
             fails on any definitely or indirectly lost block and on any invalid
             read, write or free.
   asan      the interpreter with the AddressSanitizer runtime preloaded, for an
-            extension built with -DCOEXTRA_SANITIZE=ON (scripts/asan.sh); a scenario
+            extension built with -DCOEXTRA_SANITIZE=ON (nox -s asan); a scenario
             fails on any ASan, LSan or UBSan report.
   plain     no checker (a quick check that the scenarios themselves run).
 
@@ -264,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--lsan-suppressions"]:  # for scripts/asan.sh: print the file
+    if sys.argv[1:2] == ["--lsan-suppressions"]:  # for nox -s asan: print the file
         print(lsan_suppressions(sys.argv[2]))
         sys.exit(0)
     sys.exit(main())
