@@ -2,6 +2,8 @@
 // protocol over the map's operations (ephemeron_map.cpp).
 #include "ephemeron_map.h"
 
+#include <cstddef>
+
 namespace coextra::detail {
 
 namespace {
@@ -248,24 +250,96 @@ PyObject *abc_attribute(const char *name) {
     return attribute;
 }
 
-// keys(), values() and items() return the views of collections.abc, as
+// keys(), values() and items() return views of collections.abc, as
 // Mapping's own methods do: the map is registered as a MutableMapping, so
 // code typed against Mapping may use set operations on keys() and items().
-// They are live, as dict's views are, and iterate over a snapshot of the
-// keys (map_iter), which keeps those keys alive until the iteration ends.
-PyObject *abc_view(PyObject *self, const char *view_name) {
-    PyObject *view_type = abc_attribute(view_name);
-    if (view_type == nullptr) {
+// They are live, as dict's views are. Each is a subclass of its abc view
+// whose __iter__ walks a snapshot (snapshot()), which keeps the keys alive
+// until the iteration ends: the abc's own __iter__ would look every key up
+// again from Python code.
+struct ViewKind {
+    const char *abc_name;
+    const char *name;
+    Snapshot what;
+    PyObject *type;  // made on first use; the main interpreter's only (module.cpp)
+};
+
+ViewKind view_kinds[] = {
+    {"KeysView", "_EphemeronMapKeys", Snapshot::kKeys, nullptr},
+    {"ValuesView", "_EphemeronMapValues", Snapshot::kValues, nullptr},
+    {"ItemsView", "_EphemeronMapItems", Snapshot::kItems, nullptr},
+};
+
+// __iter__ of a view of kind `kind`: over a snapshot of its map, or, for a
+// view someone made over another mapping, as the abc view iterates.
+PyObject *view_iter(PyObject *view, const ViewKind &kind) {
+    PyObject *mapping = PyObject_GetAttrString(view, "_mapping");
+    if (mapping == nullptr) {
         return nullptr;
     }
-    PyObject *view = PyObject_CallOneArg(view_type, self);
-    Py_DECREF(view_type);
-    return view;
+    PyObject *iterator = nullptr;
+    if (PyObject_TypeCheck(mapping, &EphemeronMapType)) {
+        PyObject *list = snapshot(reinterpret_cast<EphemeronMap *>(mapping), kind.what);
+        iterator = list != nullptr ? PyObject_GetIter(list) : nullptr;
+        Py_XDECREF(list);
+    } else if (PyObject *base = abc_attribute(kind.abc_name)) {
+        PyObject *base_iter = PyObject_GetAttrString(base, "__iter__");
+        iterator = base_iter != nullptr ? PyObject_CallOneArg(base_iter, view) : nullptr;
+        Py_XDECREF(base_iter);
+        Py_DECREF(base);
+    }
+    Py_DECREF(mapping);
+    return iterator;
 }
 
-PyObject *map_keys(PyObject *self, PyObject *) { return abc_view(self, "KeysView"); }
-PyObject *map_values(PyObject *self, PyObject *) { return abc_view(self, "ValuesView"); }
-PyObject *map_items(PyObject *self, PyObject *) { return abc_view(self, "ItemsView"); }
+PyObject *keys_view_iter(PyObject *, PyObject *view) { return view_iter(view, view_kinds[0]); }
+PyObject *values_view_iter(PyObject *, PyObject *view) { return view_iter(view, view_kinds[1]); }
+PyObject *items_view_iter(PyObject *, PyObject *view) { return view_iter(view, view_kinds[2]); }
+
+PyMethodDef view_iter_defs[] = {
+    {"__iter__", keys_view_iter, METH_O, nullptr},
+    {"__iter__", values_view_iter, METH_O, nullptr},
+    {"__iter__", items_view_iter, METH_O, nullptr},
+};
+
+// The view type of `kind` (borrowed), made on first use: class
+// <name>(collections.abc.<abc_name>) with __slots__ = () and a C __iter__
+// (an instance method, so that it binds to the view).
+PyObject *view_type(size_t kind) {
+    ViewKind &k = view_kinds[kind];
+    if (k.type != nullptr) {
+        return k.type;
+    }
+    PyObject *base = abc_attribute(k.abc_name);
+    if (base == nullptr) {
+        return nullptr;
+    }
+    PyObject *function = PyCFunction_New(&view_iter_defs[kind], nullptr);
+    PyObject *method = function != nullptr ? PyInstanceMethod_New(function) : nullptr;
+    PyObject *slots = PyTuple_New(0);
+    PyObject *ns = method != nullptr && slots != nullptr
+                       ? Py_BuildValue("{s:O,s:O,s:s}", "__iter__", method, "__slots__", slots, "__module__", "coextra")
+                       : nullptr;
+    PyObject *made = ns != nullptr ? PyObject_CallFunction(reinterpret_cast<PyObject *>(Py_TYPE(base)), "s(O)O",
+                                                           k.name, base, ns)
+                                   : nullptr;
+    Py_XDECREF(ns);
+    Py_XDECREF(slots);
+    Py_XDECREF(method);
+    Py_XDECREF(function);
+    Py_DECREF(base);
+    k.type = made;  // kept for the process, as the map type itself
+    return made;
+}
+
+PyObject *new_view(PyObject *self, size_t kind) {
+    PyObject *type = view_type(kind);
+    return type != nullptr ? PyObject_CallOneArg(type, self) : nullptr;
+}
+
+PyObject *map_keys(PyObject *self, PyObject *) { return new_view(self, 0); }
+PyObject *map_values(PyObject *self, PyObject *) { return new_view(self, 1); }
+PyObject *map_items(PyObject *self, PyObject *) { return new_view(self, 2); }
 
 PyObject *map_iter(PyObject *self) {
     PyObject *keys = snapshot(reinterpret_cast<EphemeronMap *>(self), Snapshot::kKeys);
