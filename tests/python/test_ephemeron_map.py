@@ -134,7 +134,7 @@ def test_popitem_removes_and_returns_each_pair_then_raises_when_empty():
     for i, k in enumerate(keys):
         m[k] = i
     popped = [m.popitem() for _ in keys]
-    assert sorted(v for _, v in popped) == list(range(5))
+    assert [v for _, v in popped] == [4, 3, 2, 1, 0], "the last added first, as dict.popitem"
     assert all(keys[v] is k for k, v in popped)
     assert len(m) == 0
     with pytest.raises(KeyError, match="the map is empty"):
@@ -274,6 +274,31 @@ def test_keys_values_items_are_the_live_views_of_collections_abc():
     assert keys - {c} == {b} and keys == coextra.EphemeronMap([(b, 0), (c, 0)]).keys()
 
 
+def test_iteration_keys_values_and_items_follow_insertion_order_as_dict():
+    m = coextra.EphemeronMap()
+    keys = [Key() for _ in range(100)]
+    for i, k in enumerate(keys):
+        m[k] = i
+    for k in keys[10:60]:
+        del m[k]
+    m[keys[0]] = "replaced"  # keeps its place
+    del m[keys[1]]
+    m[keys[1]] = "again"  # goes to the end
+    expected = [keys[0]] + keys[2:10] + keys[60:] + [keys[1]]
+    assert [id(k) for k in m] == [id(k) for k in expected]
+    assert [id(k) for k in m.keys()] == [id(k) for k in expected]
+    assert list(m.values()) == ["replaced"] + list(range(2, 10)) + list(range(60, 100)) + ["again"]
+    assert [(id(k), v) for k, v in m.items()] == [(id(k), m[k]) for k in expected]
+
+
+def test_views_made_over_another_mapping_iterate_it_as_collections_abc_does():
+    m = coextra.EphemeronMap()
+    other = {"a": 1, "b": 2}
+    assert list(type(m.keys())(other)) == ["a", "b"]
+    assert list(type(m.values())(other)) == [1, 2]
+    assert list(type(m.items())(other)) == [("a", 1), ("b", 2)]
+
+
 def test_iteration_is_over_a_snapshot_so_mutating_meanwhile_is_safe():
     m = coextra.EphemeronMap()
     keys = [Key() for _ in range(20)]
@@ -411,8 +436,9 @@ def test_stats_count_maps_and_entries():
 
 
 def test_random_operations_agree_with_a_dict_keyed_by_identity():
-    """The table (open addressing, backward-shift deletion, growth) against a
-    model, with keys that die by reference counting meanwhile."""
+    """The table (insertion order, holes, reused positions, growth and
+    rebuilt indexes) against a model, a dict in insertion order as the map
+    is, with keys that die by reference counting meanwhile."""
     rng = random.Random(20240601)
     m = coextra.EphemeronMap()
     model: dict = {}  # id(key) -> (key, value)
@@ -440,6 +466,7 @@ def test_random_operations_agree_with_a_dict_keyed_by_identity():
             del k
         elif op < 0.995 and model:
             key, value = m.popitem()
+            assert id(key) == next(reversed(model)), "the last added"
             assert model.pop(id(key)) == (key, value)
             del key
         else:
@@ -447,7 +474,7 @@ def test_random_operations_agree_with_a_dict_keyed_by_identity():
             model.clear()
         assert len(m) == len(model), f"step {step}"
         if step % 97 == 0:
-            assert {id(k): v for k, v in m.items()} == {i: v for i, (_, v) in model.items()}
+            assert [(id(k), v) for k, v in m.items()] == [(i, v) for i, (_, v) in model.items()]
     assert problems(m) == []
 
 
