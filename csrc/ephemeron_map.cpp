@@ -172,7 +172,10 @@ int ephemeron_types_ready() {
     if (EphemeronMapType.tp_flags & Py_TPFLAGS_READY) {
         return 0;
     }
-    return ephemeron_entry_types_ready() < 0 ? -1 : ephemeron_map_type_ready();
+    if (ephemeron_entry_types_ready() < 0 || ephemeron_iterator_type_ready() < 0) {
+        return -1;
+    }
+    return ephemeron_map_type_ready();
 }
 
 }  // namespace coextra::detail

@@ -254,9 +254,8 @@ PyObject *abc_attribute(const char *name) {
 // Mapping's own methods do: the map is registered as a MutableMapping, so
 // code typed against Mapping may use set operations on keys() and items().
 // They are live, as dict's views are. Each is a subclass of its abc view
-// whose __iter__ walks a snapshot (snapshot()), which keeps the keys alive
-// until the iteration ends: the abc's own __iter__ would look every key up
-// again from Python code.
+// whose __iter__ is the map's own (map_iter, ephemeron_iterate_entries):
+// the abc's would look every key up again from Python code.
 struct ViewKind {
     const char *abc_name;
     const char *name;
@@ -270,6 +269,8 @@ ViewKind view_kinds[] = {
     {"ItemsView", "_EphemeronMapItems", Snapshot::kItems, nullptr},
 };
 
+PyObject *map_iter(PyObject *self);
+
 // __iter__ of a view of kind `kind`: over a snapshot of its map, or, for a
 // view someone made over another mapping, as the abc view iterates.
 PyObject *view_iter(PyObject *view, const ViewKind &kind) {
@@ -278,10 +279,10 @@ PyObject *view_iter(PyObject *view, const ViewKind &kind) {
         return nullptr;
     }
     PyObject *iterator = nullptr;
-    if (PyObject_TypeCheck(mapping, &EphemeronMapType)) {
-        PyObject *list = snapshot(reinterpret_cast<EphemeronMap *>(mapping), kind.what);
-        iterator = list != nullptr ? PyObject_GetIter(list) : nullptr;
-        Py_XDECREF(list);
+    if (PyObject_TypeCheck(mapping, &EphemeronMapType) && kind.what == Snapshot::kKeys) {
+        iterator = map_iter(mapping);
+    } else if (PyObject_TypeCheck(mapping, &EphemeronMapType)) {
+        iterator = ephemeron_iterate_entries(reinterpret_cast<EphemeronMap *>(mapping), kind.what == Snapshot::kItems);
     } else if (PyObject *base = abc_attribute(kind.abc_name)) {
         PyObject *base_iter = PyObject_GetAttrString(base, "__iter__");
         iterator = base_iter != nullptr ? PyObject_CallOneArg(base_iter, view) : nullptr;

@@ -291,6 +291,38 @@ def test_iteration_keys_values_and_items_follow_insertion_order_as_dict():
     assert [(id(k), v) for k, v in m.items()] == [(id(k), m[k]) for k in expected]
 
 
+def test_values_and_items_pass_over_entries_that_leave_during_the_iteration():
+    m = coextra.EphemeronMap()
+    keys = [Key() for _ in range(10)]
+    for i, k in enumerate(keys):
+        m[k] = i
+    seen = []
+    for k, v in m.items():
+        seen.append(v)
+        if v == 2:
+            del m[keys[3]]  # deleted
+            keys[4] = None  # its key dies
+            m[keys[5]] = "new value"  # given when reached
+            m[Key()] = "added"  # after the start: not visited (and dies at once)
+    assert seen == [0, 1, 2, "new value", 6, 7, 8, 9]
+    values = []
+    for v in m.values():
+        values.append(v)
+        if v == 0:
+            m.clear()
+    assert values == [0]
+
+
+def test_items_gives_each_pair_its_own_key_and_value_when_pairs_are_kept():
+    m = coextra.EphemeronMap()
+    keys = [Key() for _ in range(50)]
+    for i, k in enumerate(keys):
+        m[k] = i
+    kept = list(m.items())  # every pair held: none reused
+    assert [(id(k), v) for k, v in kept] == [(id(k), i) for i, k in enumerate(keys)]
+    assert [v for _, v in m.items()] == list(range(50))  # each dropped at once: reused
+
+
 def test_views_made_over_another_mapping_iterate_it_as_collections_abc_does():
     m = coextra.EphemeronMap()
     other = {"a": 1, "b": 2}

@@ -1,0 +1,140 @@
+// ephemeron_map_iterator.cpp -- iterating over an EphemeronMap's values or
+// items (ephemeron_map.h): over the entries the map held when the iteration
+// began, in insertion order.
+#include "ephemeron_map.h"
+
+namespace coextra::detail {
+
+namespace {
+
+// The entries are held, not their keys or values: an entry that leaves the
+// map meanwhile (its key died, it was deleted) is passed over, and an entry
+// gives the value it has when it is reached, as a dict's iterator would. So
+// the only allocation per item is the pair, and that is reused while the
+// loop has dropped the last one (as dict's items iterator does).
+struct EntryIterator {
+    PyObject_HEAD
+    PyObject *entries;  // a list of entries, owned; NULL once exhausted
+    Py_ssize_t next;
+    bool items;         // (key, value) pairs, else values
+    PyObject *pair;     // the last pair returned, owned, or NULL
+};
+
+PyTypeObject EntryIteratorType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+// GC contract: owns its list of entries and its last pair; traverses both.
+int iterator_traverse(PyObject *self, visitproc visit, void *arg) {
+    auto *it = reinterpret_cast<EntryIterator *>(self);
+    Py_VISIT(it->entries);
+    Py_VISIT(it->pair);
+    return 0;
+}
+
+int iterator_clear(PyObject *self) {
+    auto *it = reinterpret_cast<EntryIterator *>(self);
+    Py_CLEAR(it->entries);
+    Py_CLEAR(it->pair);
+    return 0;
+}
+
+void iterator_dealloc(PyObject *self) {
+    PyObject_GC_UnTrack(self);
+    iterator_clear(self);
+    PyObject_GC_Del(self);
+}
+
+// `key` and `value` are new references, which move to the pair.
+PyObject *make_pair(EntryIterator *it, PyObject *key, PyObject *value) {
+    PyObject *pair = it->pair;
+    if (pair != nullptr && Py_REFCNT(pair) == 1) {
+        PyObject *old_key = PyTuple_GET_ITEM(pair, 0);
+        PyObject *old_value = PyTuple_GET_ITEM(pair, 1);
+        PyTuple_SET_ITEM(pair, 0, key);
+        PyTuple_SET_ITEM(pair, 1, value);
+        // The GC untracks a tuple of untracked items; the new items may be tracked.
+        if (!PyObject_GC_IsTracked(pair)) {
+            PyObject_GC_Track(pair);
+        }
+        Py_INCREF(pair);
+        Py_DECREF(old_key);  // may run code: the pair is consistent
+        Py_DECREF(old_value);
+        return pair;
+    }
+    pair = PyTuple_New(2);
+    if (pair == nullptr) {
+        Py_DECREF(key);
+        Py_DECREF(value);
+        return nullptr;
+    }
+    PyTuple_SET_ITEM(pair, 0, key);
+    PyTuple_SET_ITEM(pair, 1, value);
+    Py_XSETREF(it->pair, Py_NewRef(pair));
+    return pair;
+}
+
+PyObject *iterator_next(PyObject *self) {
+    auto *it = reinterpret_cast<EntryIterator *>(self);
+    while (it->entries != nullptr && it->next < PyList_GET_SIZE(it->entries)) {
+        auto *e = reinterpret_cast<EphemeronEntry *>(PyList_GET_ITEM(it->entries, it->next++));
+        if (ephemeron_usable(e) == nullptr || ephemeron_map_of(e) == nullptr) {
+            continue;  // left its map, or its key is dying
+        }
+        PyObject *value = Py_NewRef(e->value);
+        return it->items ? make_pair(it, Py_NewRef(e->ref.wr_object), value) : value;
+    }
+    Py_CLEAR(it->entries);
+    return nullptr;
+}
+
+}  // namespace
+
+PyObject *ephemeron_iterate_entries(EphemeronMap *m, bool items) {
+    auto *it = PyObject_GC_New(EntryIterator, &EntryIteratorType);
+    if (it == nullptr) {
+        return nullptr;
+    }
+    it->entries = nullptr;
+    it->next = 0;
+    it->items = items;
+    it->pair = nullptr;
+    // Allocating the list may run code that changes the table; filling it
+    // runs none.
+    for (;;) {
+        auto n = static_cast<Py_ssize_t>(m->table.size());
+        PyObject *list = PyList_New(n);
+        if (list == nullptr) {
+            Py_DECREF(it);
+            return nullptr;
+        }
+        if (static_cast<Py_ssize_t>(m->table.size()) > n) {
+            Py_DECREF(list);
+            continue;
+        }
+        Py_ssize_t count = 0;
+        for (size_t p = 0; p < m->table.end(); p++) {
+            if (EphemeronEntry *e = m->table.at(p)) {
+                PyList_SET_ITEM(list, count++, Py_NewRef(reinterpret_cast<PyObject *>(e)));
+            }
+        }
+        Py_SET_SIZE(list, count);  // fewer when some left meanwhile
+        it->entries = list;
+        break;
+    }
+    PyObject_GC_Track(it);
+    return reinterpret_cast<PyObject *>(it);
+}
+
+int ephemeron_iterator_type_ready() {
+    EntryIteratorType.tp_name = "coextra._EphemeronMapIterator";
+    EntryIteratorType.tp_doc = "Iterates over an EphemeronMap's values or items.";
+    EntryIteratorType.tp_basicsize = sizeof(EntryIterator);
+    EntryIteratorType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_DISALLOW_INSTANTIATION;
+    EntryIteratorType.tp_traverse = iterator_traverse;
+    EntryIteratorType.tp_clear = iterator_clear;
+    EntryIteratorType.tp_dealloc = iterator_dealloc;
+    EntryIteratorType.tp_iter = PyObject_SelfIter;
+    EntryIteratorType.tp_iternext = iterator_next;
+    return PyType_Ready(&EntryIteratorType);
+}
+
+}  // namespace coextra::detail
