@@ -326,27 +326,22 @@ def operation_function(op: str):
 
 
 def one_round(container, keys: list, shuffled: list, reps: int) -> dict:
-    """Seconds per operation for each of OPERATIONS, over `reps` containers of
-    every key (each operation timed over all of them at once)."""
+    """Seconds per operation for each of OPERATIONS: `reps` times, a new
+    container gets every key, each operation is timed over it, and every key
+    is deleted (so one container, and one entry per key, is alive at a time)."""
     value = ("value",)
     fns = {op: operation_function(op) for op in OPERATIONS}
-    made = [container() for _ in range(reps)]
-    times = {}
-    t0 = time.perf_counter()
-    for c in made:
-        fns["insert"](c, keys, shuffled, value)
-    times["insert"] = time.perf_counter() - t0
-    assert all(len(c) == len(keys) for c in made)
-    for op in OPERATIONS[1:-1]:
-        t0 = time.perf_counter()
-        for c in made:
+    times = dict.fromkeys(OPERATIONS, 0.0)
+    for _ in range(reps):
+        c = container()
+        for op in OPERATIONS:
+            t0 = time.perf_counter()
             fns[op](c, keys, shuffled, value)
-        times[op] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    for c in made:
-        fns["del c[k]"](c, keys, shuffled, value)
-    times["del c[k]"] = time.perf_counter() - t0
-    assert all(len(c) == 0 for c in made)
+            times[op] += time.perf_counter() - t0
+            if op == "insert":
+                assert len(c) == len(keys)
+        assert len(c) == 0
+        del c
     return {op: t / (reps * len(keys)) for op, t in times.items()}
 
 
