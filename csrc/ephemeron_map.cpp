@@ -136,12 +136,15 @@ int ephemeron_set(EphemeronMap *m, PyObject *key, PyObject *value) {
     if (ephemeron_check_key(key) < 0) {
         return -1;
     }
+    uint64_t insertions = m->table.insertions();
     EphemeronEntry *entry = ephemeron_new_entry(m, key);
     if (entry == nullptr) {
         return -1;
     }
-    // Making the entry may have run code that set this key meanwhile.
-    if (EphemeronEntry *e = m->table.find(key)) {
+    // Making the entry may have run code that set this key meanwhile (and
+    // then inserted some entry).
+    EphemeronEntry *e = m->table.insertions() != insertions ? m->table.find(key) : nullptr;
+    if (e != nullptr) {
         Py_DECREF(entry);
         replace_value(e, value);
         return 0;

@@ -126,6 +126,7 @@ void EntryTable::insert(EphemeronEntry *entry) {
     entries_[position] = entry;
     entry->position = position;
     size_++;
+    insertions_++;
     size_t i = slot_of(reinterpret_cast<uintptr_t>(entry->ref.wr_object));
     while (index_[i] != kEmpty) {
         i = (i + 1) & index_mask_;
@@ -153,7 +154,9 @@ EphemeronEntry **EntryTable::release(size_t *count) {
     EphemeronEntry **entries = entries_;
     *count = used_;
     PyMem_Free(index_);
+    uint64_t insertions = insertions_;
     *this = EntryTable();
+    insertions_ = insertions;  // emptied and refilled is not unchanged
     return entries;
 }
 

@@ -41,6 +41,8 @@ public:
     // The number of entries, and the positions in use: [0, end()), each an
     // entry or NULL (a hole), in insertion order.
     size_t size() const { return size_; }
+    // How many entries were ever inserted: unchanged, no entry came.
+    uint64_t insertions() const { return insertions_; }
     size_t end() const { return used_; }
     EphemeronEntry *at(size_t position) const { return entries_[position]; }
 
@@ -63,6 +65,7 @@ private:
     size_t capacity_ = 0;
     size_t used_ = 0;
     size_t size_ = 0;
+    uint64_t insertions_ = 0;
     uint32_t *index_ = nullptr;  // index_mask_ + 1 slots, kEmpty or a position
     size_t index_mask_ = 0;
     size_t index_filled_ = 0;  // slots not kEmpty

@@ -1153,6 +1153,39 @@ def test_a_long_chain_of_maps_is_freed_without_deep_recursion():
     assert run_in_child(script) == "freed\n"
 
 
+@pytest.mark.parametrize("clear_first", [False, True], ids=["set", "clear-then-set"])
+def test_a_gc_pass_in_the_entry_allocation_that_sets_the_same_key_leaves_one_entry(clear_first):
+    # 3.10/3.11 run the GC inside allocations: a callback of that pass may
+    # set the key whose entry m[key] = ... is making (after emptying the map,
+    # which must not make the table look unchanged).
+    m = coextra.EphemeronMap()
+    other, key = Key(), Key()
+    m[other] = "other"  # one entry before: an emptied and refilled table has as many
+    ran = []
+
+    def during_gc(phase, info):
+        if phase == "start" and not ran:
+            ran.append(True)
+            if clear_first:
+                m.clear()
+            m[key] = "from the gc pass"
+
+    threshold = gc.get_threshold()
+    gc.callbacks.append(during_gc)
+    try:
+        gc.set_threshold(1)
+        m[key] = "mine"
+    finally:
+        gc.set_threshold(*threshold)
+        gc.callbacks.remove(during_gc)
+    if not ran:
+        pytest.skip("no GC pass ran inside the allocation (3.12+ runs it at the eval breaker)")
+    assert m[key] == "mine"
+    assert len(m) == (1 if clear_first else 2)
+    assert [id(k) for k in m] == ([id(key)] if clear_first else [id(other), id(key)])
+    assert problems(m) == []
+
+
 def test_popitem_holds_key_and_value_while_a_gc_pass_in_its_allocation_clears_the_map():
     # 3.10/3.11 run the GC inside allocations: the tuple popitem() builds can
     # start a pass whose finalizer clears the map, freeing the entry's key and
