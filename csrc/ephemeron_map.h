@@ -9,7 +9,7 @@
 // The files: ephemeron_table.{h,cpp} the table; ephemeron_entry.cpp the entry
 // type and the callback that removes an entry whose key died;
 // ephemeron_generations.cpp automatic collection's generations;
-// ephemeron_map_iterator.cpp iterating over values and items;
+// ephemeron_map_iterator.cpp iterating over keys, values and items;
 // ephemeron_map.cpp the map's operations (for the C API, the Python type and
 // the collector); ephemeron_map_type.cpp the Python type (the dict protocol).
 //
@@ -218,9 +218,10 @@ PyObject *ephemeron_alloc(PyTypeObject *type);
 void ephemeron_dealloc(EphemeronMap *m);
 int ephemeron_map_type_ready();
 
-// A new iterator over m's values, or its (key, value) pairs when `items`,
-// or NULL with an exception (ephemeron_map_iterator.cpp).
-PyObject *ephemeron_iterate_entries(EphemeronMap *m, bool items);
+// A new iterator over m's keys, values or (key, value) pairs, or NULL with
+// an exception (ephemeron_map_iterator.cpp).
+enum class EntryPart { kKeys, kValues, kItems };
+PyObject *ephemeron_iterate_entries(EphemeronMap *m, EntryPart part);
 int ephemeron_iterator_type_ready();
 
 }  // namespace coextra::detail

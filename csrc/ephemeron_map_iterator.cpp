@@ -1,6 +1,6 @@
-// ephemeron_map_iterator.cpp -- iterating over an EphemeronMap's values or
-// items (ephemeron_map.h): over the entries the map held when the iteration
-// began, in insertion order.
+// ephemeron_map_iterator.cpp -- iterating over an EphemeronMap's keys,
+// values or items (ephemeron_map.h): over the entries the map held when the
+// iteration began, in insertion order.
 #include "ephemeron_map.h"
 
 namespace coextra::detail {
@@ -9,14 +9,15 @@ namespace {
 
 // The entries are held, not their keys or values: an entry that leaves the
 // map meanwhile (its key died, it was deleted) is passed over, and an entry
-// gives the value it has when it is reached, as a dict's iterator would. So
-// the only allocation per item is the pair, and that is reused while the
-// loop has dropped the last one (as dict's items iterator does).
+// gives the value it has when it is reached, as a dict's iterator would; so
+// the loop's body may change the map. The only allocation per item is the
+// pair, and that is reused while the loop has dropped the last one (as
+// dict's items iterator does).
 struct EntryIterator {
     PyObject_HEAD
     PyObject *entries;  // a list of entries, owned; NULL once exhausted
     Py_ssize_t next;
-    bool items;         // (key, value) pairs, else values
+    EntryPart part;
     PyObject *pair;     // the last pair returned, owned, or NULL
 };
 
@@ -79,8 +80,15 @@ PyObject *iterator_next(PyObject *self) {
         if (ephemeron_usable(e) == nullptr || ephemeron_map_of(e) == nullptr) {
             continue;  // left its map, or its key is dying
         }
-        PyObject *value = Py_NewRef(e->value);
-        return it->items ? make_pair(it, Py_NewRef(e->ref.wr_object), value) : value;
+        switch (it->part) {
+            case EntryPart::kKeys:
+                return Py_NewRef(e->ref.wr_object);
+            case EntryPart::kValues:
+                return Py_NewRef(e->value);
+            case EntryPart::kItems:
+                break;
+        }
+        return make_pair(it, Py_NewRef(e->ref.wr_object), Py_NewRef(e->value));
     }
     Py_CLEAR(it->entries);
     return nullptr;
@@ -88,14 +96,14 @@ PyObject *iterator_next(PyObject *self) {
 
 }  // namespace
 
-PyObject *ephemeron_iterate_entries(EphemeronMap *m, bool items) {
+PyObject *ephemeron_iterate_entries(EphemeronMap *m, EntryPart part) {
     auto *it = PyObject_GC_New(EntryIterator, &EntryIteratorType);
     if (it == nullptr) {
         return nullptr;
     }
     it->entries = nullptr;
     it->next = 0;
-    it->items = items;
+    it->part = part;
     it->pair = nullptr;
     // Allocating the list may run code that changes the table; filling it
     // runs none.
@@ -126,7 +134,7 @@ PyObject *ephemeron_iterate_entries(EphemeronMap *m, bool items) {
 
 int ephemeron_iterator_type_ready() {
     EntryIteratorType.tp_name = "coextra._EphemeronMapIterator";
-    EntryIteratorType.tp_doc = "Iterates over an EphemeronMap's values or items.";
+    EntryIteratorType.tp_doc = "Iterates over an EphemeronMap's keys, values or items.";
     EntryIteratorType.tp_basicsize = sizeof(EntryIterator);
     EntryIteratorType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_DISALLOW_INSTANTIATION;
     EntryIteratorType.tp_traverse = iterator_traverse;

@@ -185,18 +185,15 @@ PyObject *map_clear(PyObject *self, PyObject *) {
     Py_RETURN_NONE;
 }
 
-enum class Snapshot { kKeys, kValues, kItems };
-
-// A new list of the keys, values or (key, value) pairs of the entries in the
-// table, in insertion order. Allocating may run code that changes the table,
-// so every item is allocated first (an empty pair, for items) and then filled
-// from the table, which runs no code; one reference is taken per key and
-// value.
-PyObject *snapshot(EphemeronMap *m, Snapshot what) {
+// A new list of the (key, value) pairs of the entries in the table, in
+// insertion order. Allocating may run code that changes the table, so every
+// pair is allocated first, empty, and then filled from the table, which runs
+// no code; one reference is taken per key and value.
+PyObject *items_list(EphemeronMap *m) {
     for (;;) {
         auto n = static_cast<Py_ssize_t>(m->table.size());
         PyObject *list = PyList_New(n);
-        for (Py_ssize_t i = 0; list != nullptr && what == Snapshot::kItems && i < n; i++) {
+        for (Py_ssize_t i = 0; list != nullptr && i < n; i++) {
             PyObject *pair = PyTuple_New(2);
             if (pair == nullptr) {
                 Py_CLEAR(list);
@@ -218,21 +215,15 @@ PyObject *snapshot(EphemeronMap *m, Snapshot what) {
             if (e == nullptr) {
                 continue;
             }
-            PyObject *key = e->ref.wr_object;
-            if (what == Snapshot::kItems) {
-                PyObject *pair = PyList_GET_ITEM(list, count);
-                PyTuple_SET_ITEM(pair, 0, Py_NewRef(key));
-                PyTuple_SET_ITEM(pair, 1, Py_NewRef(e->value));
-            } else {
-                PyList_SET_ITEM(list, count, Py_NewRef(what == Snapshot::kKeys ? key : e->value));
-            }
-            count++;
+            PyObject *pair = PyList_GET_ITEM(list, count++);
+            PyTuple_SET_ITEM(pair, 0, Py_NewRef(e->ref.wr_object));
+            PyTuple_SET_ITEM(pair, 1, Py_NewRef(e->value));
         }
         // Fewer entries than allocated for (some left, or their keys are
         // dying): the list ends at the last one filled.
         PyObject **items = reinterpret_cast<PyListObject *>(list)->ob_item;
         for (Py_ssize_t i = count; i < n; i++) {
-            Py_CLEAR(items[i]);  // an empty pair, or NULL
+            Py_CLEAR(items[i]);  // an empty pair
         }
         Py_SET_SIZE(list, count);
         return list;
@@ -254,24 +245,22 @@ PyObject *abc_attribute(const char *name) {
 // Mapping's own methods do: the map is registered as a MutableMapping, so
 // code typed against Mapping may use set operations on keys() and items().
 // They are live, as dict's views are. Each is a subclass of its abc view
-// whose __iter__ is the map's own (map_iter, ephemeron_iterate_entries):
+// whose __iter__ is the map's own (ephemeron_iterate_entries):
 // the abc's would look every key up again from Python code.
 struct ViewKind {
     const char *abc_name;
     const char *name;
-    Snapshot what;
+    EntryPart part;
     PyObject *type;  // made on first use; the main interpreter's only (module.cpp)
 };
 
 ViewKind view_kinds[] = {
-    {"KeysView", "_EphemeronMapKeys", Snapshot::kKeys, nullptr},
-    {"ValuesView", "_EphemeronMapValues", Snapshot::kValues, nullptr},
-    {"ItemsView", "_EphemeronMapItems", Snapshot::kItems, nullptr},
+    {"KeysView", "_EphemeronMapKeys", EntryPart::kKeys, nullptr},
+    {"ValuesView", "_EphemeronMapValues", EntryPart::kValues, nullptr},
+    {"ItemsView", "_EphemeronMapItems", EntryPart::kItems, nullptr},
 };
 
-PyObject *map_iter(PyObject *self);
-
-// __iter__ of a view of kind `kind`: over a snapshot of its map, or, for a
+// __iter__ of a view of kind `kind`: over the entries of its map, or, for a
 // view someone made over another mapping, as the abc view iterates.
 PyObject *view_iter(PyObject *view, const ViewKind &kind) {
     PyObject *mapping = PyObject_GetAttrString(view, "_mapping");
@@ -279,10 +268,8 @@ PyObject *view_iter(PyObject *view, const ViewKind &kind) {
         return nullptr;
     }
     PyObject *iterator = nullptr;
-    if (PyObject_TypeCheck(mapping, &EphemeronMapType) && kind.what == Snapshot::kKeys) {
-        iterator = map_iter(mapping);
-    } else if (PyObject_TypeCheck(mapping, &EphemeronMapType)) {
-        iterator = ephemeron_iterate_entries(reinterpret_cast<EphemeronMap *>(mapping), kind.what == Snapshot::kItems);
+    if (PyObject_TypeCheck(mapping, &EphemeronMapType)) {
+        iterator = ephemeron_iterate_entries(reinterpret_cast<EphemeronMap *>(mapping), kind.part);
     } else if (PyObject *base = abc_attribute(kind.abc_name)) {
         PyObject *base_iter = PyObject_GetAttrString(base, "__iter__");
         iterator = base_iter != nullptr ? PyObject_CallOneArg(base_iter, view) : nullptr;
@@ -343,13 +330,7 @@ PyObject *map_values(PyObject *self, PyObject *) { return new_view(self, 1); }
 PyObject *map_items(PyObject *self, PyObject *) { return new_view(self, 2); }
 
 PyObject *map_iter(PyObject *self) {
-    PyObject *keys = snapshot(reinterpret_cast<EphemeronMap *>(self), Snapshot::kKeys);
-    if (keys == nullptr) {
-        return nullptr;
-    }
-    PyObject *iterator = PyObject_GetIter(keys);
-    Py_DECREF(keys);
-    return iterator;
+    return ephemeron_iterate_entries(reinterpret_cast<EphemeronMap *>(self), EntryPart::kKeys);
 }
 
 // `item` as a (key, value) tuple (a new reference), or NULL with an
@@ -408,7 +389,7 @@ int set_keys_of(EphemeronMap *m, PyObject *other, PyObject *keys) {
 // weakly referenced, so there are none.
 int update_from(EphemeronMap *m, PyObject *other) {
     if (Py_IS_TYPE(other, &EphemeronMapType)) {
-        PyObject *items = snapshot(reinterpret_cast<EphemeronMap *>(other), Snapshot::kItems);
+        PyObject *items = items_list(reinterpret_cast<EphemeronMap *>(other));
         int result = items != nullptr ? set_pairs(m, items) : -1;
         Py_XDECREF(items);
         return result;

@@ -291,7 +291,7 @@ def test_iteration_keys_values_and_items_follow_insertion_order_as_dict():
     assert [(id(k), v) for k, v in m.items()] == [(id(k), m[k]) for k in expected]
 
 
-def test_values_and_items_pass_over_entries_that_leave_during_the_iteration():
+def test_keys_values_and_items_pass_over_entries_that_leave_during_the_iteration():
     m = coextra.EphemeronMap()
     keys = [Key() for _ in range(10)]
     for i, k in enumerate(keys):
@@ -311,6 +311,14 @@ def test_values_and_items_pass_over_entries_that_leave_during_the_iteration():
         if v == 0:
             m.clear()
     assert values == [0]
+    m.update((k, i) for i, k in enumerate(keys) if k is not None)
+    visited = []
+    for k in m:
+        visited.append(k)
+        if k is keys[0]:
+            del m[keys[1]]
+            keys[2] = None  # its key dies
+    assert [id(k) for k in visited] == [id(k) for k in [keys[0], keys[3]] + keys[5:]]
 
 
 def test_items_gives_each_pair_its_own_key_and_value_when_pairs_are_kept():
