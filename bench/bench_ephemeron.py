@@ -14,14 +14,24 @@
    requested (tracemalloc: every block CPython's allocators handed out,
    exactly) and resident (RSS delta: allocator rounding, at page
    granularity), each store and method in its own child process, as
-   bench_memory.py does. Target: EphemeronMap over WeakKeyDictionary at most 1.0.
+   bench_memory.py does. Targets: EphemeronMap over WeakKeyDictionary at most
+   1.0; EphemeronMap at most 117 B per entry (tracemalloc).
 3. The collector: n map entries whose values reference their key and one
    shared structure (value = [key, shared]), the keys alive in a list, so
    nothing is garbage: one coextra.collect() against one gc.collect() on that
    heap, rounds interleaved, the median; automatic collection off meanwhile.
-   Target: at most 1.5x. For information: one coextra.collect() that finds all
+   Target: at most 0.6x. For information: one coextra.collect() that finds all
    n entries garbage (the same heap with the keys' list dropped) and removes
    them, beside m.clear() on that heap (the same freeing, without the analysis).
+4. Every dict operation by size: 1,000, 10,000, 100,000 and 1,000,000 entries
+   (--quick: 1,000 and 10,000), plain-class instances as keys, EphemeronMap
+   against WeakKeyDictionary in one process, rounds interleaved, the median;
+   ns per operation, a Python loop's cost included for both: inserting every
+   key into an empty container, c[k] with the keys in insertion order and in
+   a random order, c.get(k), `k in c`, `for k in c`, `for k, v in c.items()`,
+   and deleting every key. Targets: WeakKeyDictionary over EphemeronMap at
+   least 1.0x for every operation at every size; c[k] at least 3x at 100,000
+   entries (both orders).
 
     PYTHONPATH=python python bench/bench_ephemeron.py [--quick] [--rounds R] [-n N] [--json FILE]
 
@@ -50,7 +60,10 @@ from bench_memory import bytes_per_item  # a sibling script (bench/)
 LOOKUP_TARGET_WKD = 3.0    # WeakKeyDictionary time over EphemeronMap time, at least
 LOOKUP_TARGET_DICT = 1.0   # dict time over EphemeronMap time, at least
 MEMORY_TARGET = 1.0        # EphemeronMap bytes over WeakKeyDictionary bytes, at most
-COLLECTOR_TARGET = 1.5     # coextra.collect() time over gc.collect() time, at most
+MEMORY_BYTES_TARGET = 117  # EphemeronMap bytes per entry (tracemalloc), at most
+COLLECTOR_TARGET = 0.6     # coextra.collect() time over gc.collect() time, at most
+OPERATION_TARGET = 1.0     # WeakKeyDictionary time over EphemeronMap time, every operation and size, at least
+LOOKUP_TARGET_100K = 3.0   # the same for c[k] at 100,000 entries, at least
 
 ENTRIES = 1_000            # per container, in the lookup benchmark
 KEYS_PER_LOOP = 10         # different keys looked up per loop iteration
@@ -284,6 +297,79 @@ def collector(n: int, rounds: int) -> dict:
 
 
 # ---------------------------------------------------------------------------
+# 4. Every dict operation by size
+
+CONTAINERS = {"EphemeronMap": coextra.EphemeronMap, "WeakKeyDictionary": weakref.WeakKeyDictionary}
+# Timed over every key (its own loop); per container, the reference first.
+OPERATIONS = ["insert", "c[k] (insertion order)", "c[k] (random order)", "c.get(k)", "k in c",
+              "for k in c", "for k, v in c.items()", "del c[k]"]
+# The key lists each operation loops over: all keys, or (random order) a shuffled copy.
+LOOPS = {
+    "insert": "for k in keys:\n    c[k] = value",
+    "c[k] (insertion order)": "for k in keys:\n    c[k]",
+    "c[k] (random order)": "for k in shuffled:\n    c[k]",
+    "c.get(k)": "for k in keys:\n    c.get(k)",
+    "k in c": "for k in keys:\n    k in c",
+    "for k in c": "for k in c:\n    pass",
+    "for k, v in c.items()": "for k, v in c.items():\n    pass",
+    "del c[k]": "for k in keys:\n    del c[k]",
+}
+COMPILED = {op: compile(f"def run(c, keys, shuffled, value):\n" + "\n".join("    " + line for line in
+                                                                              loop.splitlines()) + "\n",
+                        "<bench_ephemeron>", "exec") for op, loop in LOOPS.items()}
+
+
+def operation_function(op: str):
+    scope: dict = {}
+    exec(COMPILED[op], scope)
+    return scope["run"]
+
+
+def one_round(container, keys: list, shuffled: list, reps: int) -> dict:
+    """Seconds per operation for each of OPERATIONS: `reps` times, a new
+    container gets every key, each operation is timed over it, and every key
+    is deleted (so one container, and one entry per key, is alive at a time)."""
+    value = ("value",)
+    fns = {op: operation_function(op) for op in OPERATIONS}
+    times = dict.fromkeys(OPERATIONS, 0.0)
+    for _ in range(reps):
+        c = container()
+        for op in OPERATIONS:
+            t0 = time.perf_counter()
+            fns[op](c, keys, shuffled, value)
+            times[op] += time.perf_counter() - t0
+            if op == "insert":
+                assert len(c) == len(keys)
+        assert len(c) == 0
+        del c
+    return {op: t / (reps * len(keys)) for op, t in times.items()}
+
+
+def operations_by_size(sizes, rounds: int) -> dict:
+    import random
+
+    rng = random.Random(29)
+    results = {}
+    for n in sizes:
+        keys = [Plain() for _ in range(n)]
+        shuffled = keys[:]
+        rng.shuffle(shuffled)
+        reps = max(1, 100_000 // n)  # at least 100,000 operations per sample
+        samples: dict = {name: {op: [] for op in OPERATIONS} for name in CONTAINERS}
+        size_rounds = rounds if n < 1_000_000 else max(3, rounds // 3)
+        for _ in range(size_rounds):  # interleaved: noise hits both alike
+            for name, container in CONTAINERS.items():
+                gc.collect()
+                for op, seconds in one_round(container, keys, shuffled, reps).items():
+                    samples[name][op].append(seconds * 1e9)
+        results[n] = {"rounds": size_rounds,
+                      "median_ns": {name: {op: statistics.median(s) for op, s in ops.items()}
+                                    for name, ops in samples.items()}}
+        del keys, shuffled
+    return results
+
+
+# ---------------------------------------------------------------------------
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -303,8 +389,12 @@ def main() -> int:
     sample_seconds = 0.002 if args.quick else 0.02
     kinds = ["function", "class", "instance"]
 
+    op_sizes = [1_000, 10_000] if args.quick else [1_000, 10_000, 100_000, 1_000_000]
+    operation_rounds = args.rounds or (3 if args.quick else 7)
+
     look = lookups(kinds, rounds, sample_seconds)
     coll = collector(n, collector_rounds)
+    by_size = operations_by_size(op_sizes, operation_rounds)
     mem = memory(n)
 
     version = sys.version.split()[0]
@@ -354,6 +444,9 @@ def main() -> int:
     mem_ok = mem_ratio <= MEMORY_TARGET
     print(f"EphemeronMap / WeakKeyDictionary, bytes requested (tracemalloc): {mem_ratio:.3f}: "
           f"{'meets' if mem_ok else 'MISSES'} the {MEMORY_TARGET:.1f} target")
+    bytes_ok = traced[EPHEMERON_STORE] <= MEMORY_BYTES_TARGET
+    print(f"EphemeronMap, bytes requested per entry (tracemalloc): {traced[EPHEMERON_STORE]:.1f} B: "
+          f"{'meets' if bytes_ok else 'MISSES'} the {MEMORY_BYTES_TARGET} B target")
     rss_ratio = rss[EPHEMERON_STORE] / rss[WKD_STORE]
     rss_ok = rss_ratio <= MEMORY_TARGET
     print(f"EphemeronMap / WeakKeyDictionary, resident (RSS): {rss_ratio:.3f}: "
@@ -382,6 +475,33 @@ def main() -> int:
     print(f"coextra.collect() / gc.collect() on the live heap: {live['ratio']:.2f}x: "
           f"{'meets' if coll_ok else 'MISSES'} the {COLLECTOR_TARGET}x target"
           + (f"; budget exhausted {live['budget_exhausted']} time(s)" if live["budget_exhausted"] else ""))
+
+    # 4. Operations by size
+    rounds_by_size = ", ".join(f"{size:,} entries: {by_size[size]['rounds']}" for size in op_sizes)
+    print(f"\n4. Every dict operation by size: plain-class instances as keys, ns per operation (a Python loop's "
+          f"cost included), median of interleaved rounds ({rounds_by_size})\n")
+    print("| entries | operation | EphemeronMap | WeakKeyDictionary | WKD / EphemeronMap |")
+    print("|---:|---|---:|---:|---:|")
+    op_ratios = []
+    for size in op_sizes:
+        med = by_size[size]["median_ns"]
+        for op in OPERATIONS:
+            em, wkd = med["EphemeronMap"][op], med["WeakKeyDictionary"][op]
+            op_ratios.append({"entries": size, "operation": op, "ratio": wkd / em})
+            print(f"| {size:,} | `{op}` | {em:.1f} | {wkd:.1f} | {wkd / em:.2f}x |")
+    worst_op = min(op_ratios, key=lambda r: r["ratio"])
+    ops_ok = worst_op["ratio"] >= OPERATION_TARGET
+    print(f"WKD / EphemeronMap, every operation and size: lowest {worst_op['ratio']:.2f}x ({worst_op['operation']}, "
+          f"{worst_op['entries']:,} entries): {'meets' if ops_ok else 'MISSES'} the {OPERATION_TARGET:.1f}x target; "
+          "below it: " + (", ".join(f"`{r['operation']}` at {r['entries']:,} {r['ratio']:.2f}x" for r in op_ratios
+                                    if r["ratio"] < OPERATION_TARGET) or "none"))
+    lookups_100k = [r for r in op_ratios if r["entries"] == 100_000 and r["operation"].startswith("c[k]")]
+    worst_100k = min(lookups_100k, key=lambda r: r["ratio"]) if lookups_100k else None
+    lookups_100k_ok = worst_100k is None or worst_100k["ratio"] >= LOOKUP_TARGET_100K
+    if worst_100k is not None:
+        print(f"c[k] at 100,000 entries, WKD / EphemeronMap: lowest {worst_100k['ratio']:.2f}x "
+              f"({worst_100k['operation']}): {'meets' if lookups_100k_ok else 'MISSES'} the "
+              f"{LOOKUP_TARGET_100K:.0f}x target")
 
     if args.json:
         groups = []
@@ -422,6 +542,23 @@ def main() -> int:
                      f"in % (target <= {MEMORY_TARGET * 100:.0f})",
              "value": rss_ratio * 100, "passed": rss_ok},
         ]
+        for size in op_sizes:
+            med = by_size[size]["median_ns"]
+            for op in OPERATIONS:
+                groups.append({"title": f"`{op}`, {size:,} entries, ns per operation", "unit": "ns",
+                               "reference": "EphemeronMap",
+                               "results": {name: med[name][op] for name in CONTAINERS}})
+        checks.append({"what": f"memory per entry: EphemeronMap, bytes requested (tracemalloc), in B "
+                               f"(target <= {MEMORY_BYTES_TARGET})",
+                       "value": traced[EPHEMERON_STORE], "passed": bytes_ok})
+        checks.append({"what": f"every dict operation at {', '.join(f'{size:,}' for size in op_sizes)} entries: "
+                               f"WeakKeyDictionary over EphemeronMap, the lowest ({worst_op['operation']}, "
+                               f"{worst_op['entries']:,} entries), in % (target >= {OPERATION_TARGET * 100:.0f})",
+                       "value": worst_op["ratio"] * 100, "passed": ops_ok})
+        if worst_100k is not None:
+            checks.append({"what": f"c[k] at 100,000 entries: WeakKeyDictionary over EphemeronMap, the lowest "
+                                   f"({worst_100k['operation']}), in % (target >= {LOOKUP_TARGET_100K * 100:.0f})",
+                           "value": worst_100k["ratio"] * 100, "passed": lookups_100k_ok})
         checks.append({"what": f"{n:,} live map entries: coextra.collect() over gc.collect(), in % "
                                f"(target <= {COLLECTOR_TARGET * 100:.0f})",
                        "value": live["ratio"] * 100, "passed": coll_ok})
@@ -434,6 +571,8 @@ def main() -> int:
                               "collection off",
                        "groups": groups, "checks": checks,
                        "lookups": look, "lookup_ratios": ratios, "memory": mem, "collector": coll,
+                       "operations_by_size": {str(size): by_size[size] for size in op_sizes},
+                       "operation_ratios": op_ratios,
                        "rounds": rounds, "collector_rounds": collector_rounds, "load_average": load,
                        "extension": ext}, fh, indent=2)
     return 0

@@ -201,7 +201,7 @@ int api_map_delete(PyObject *map, PyObject *key) {
 
 Py_ssize_t api_map_size(PyObject *map) {
     EphemeronMap *m = as_map(map);
-    return m ? static_cast<Py_ssize_t>(m->size) : -1;
+    return m ? static_cast<Py_ssize_t>(m->table.size()) : -1;
 }
 
 }  // namespace

@@ -400,28 +400,8 @@ struct MapCursor {
     size_t slot = 0;
 };
 
-// The table's order is a hash of the keys' addresses: every entry and key a
-// seeding reads is a cache miss once the map outgrows the CPU caches. So the
-// entry kEntryPrefetch slots ahead is prefetched, and the key of the one half
-// as far ahead (its entry came in meanwhile).
-constexpr size_t kEntryPrefetch = 16;
-
-void prefetch_seed_entries(const EphemeronMap *m, size_t slot) {
-    if (slot + kEntryPrefetch <= m->mask) {
-        if (const EphemeronEntry *ahead = m->slots[slot + kEntryPrefetch]) {
-            __builtin_prefetch(&ahead->ref.wr_object);
-            __builtin_prefetch(&ahead->value);
-        }
-    }
-    if (slot + kEntryPrefetch / 2 <= m->mask) {
-        if (const EphemeronEntry *ahead = m->slots[slot + kEntryPrefetch / 2]) {
-            __builtin_prefetch(ahead->ref.wr_object);
-        }
-    }
-}
-
-// Slot `slot` of m's table (kAll, or kGenerations when a generation is the
-// whole map) or its generations' seed `slot` (kGenerations): the key to
+// Position `slot` of m's table (kAll, or kGenerations when a generation is
+// the whole map) or its generations' seed `slot` (kGenerations): the key to
 // seed, or NULL when there is none. Past the end: false.
 bool map_seed_key(const EphemeronMap *m, MapSeeds seeds, size_t slot, PyObject **key) {
     if (seeds == MapSeeds::kGenerations && !ephemeron_generation_whole(m)) {
@@ -431,13 +411,7 @@ bool map_seed_key(const EphemeronMap *m, MapSeeds seeds, size_t slot, PyObject *
         *key = ephemeron_generation_key(m, slot);
         return true;
     }
-    if (m->slots == nullptr || slot > m->mask) {
-        return false;
-    }
-    prefetch_seed_entries(m, slot);
-    EphemeronEntry *e = m->slots[slot];
-    *key = e != nullptr ? ephemeron_entry_key(e) : nullptr;
-    return true;
+    return ephemeron_position_key(m, slot, key);
 }
 
 // Adds the keys of up to kSeedChunk ephemeron entries from *cursor on and

@@ -4,7 +4,14 @@
 // Keys are any weakly referenceable objects, compared by identity. Each entry
 // is an EphemeronEntry: a weak reference to its key (a subclass of
 // weakref.ref) that also owns the value. The map owns its entries through an
-// open-addressing table keyed by the key's address.
+// EntryTable (ephemeron_table.h), in insertion order.
+//
+// The files: ephemeron_table.{h,cpp} the table; ephemeron_entry.cpp the entry
+// type and the callback that removes an entry whose key died;
+// ephemeron_generations.cpp automatic collection's generations;
+// ephemeron_map_iterator.cpp iterating over keys, values and items;
+// ephemeron_map.cpp the map's operations (for the C API, the Python type and
+// the collector); ephemeron_map_type.cpp the Python type (the dict protocol).
 //
 // Two mechanisms remove an entry:
 //   - the key dies by reference counting (or CPython's GC frees it): the
@@ -27,6 +34,7 @@
 #pragma once
 
 #include "compat.h"
+#include "ephemeron_table.h"
 
 #include <cstdint>
 #include <vector>
@@ -43,9 +51,9 @@ struct EphemeronEntry {
     // left and its value was released (an entry is never put back). An entry
     // that clear() took out keeps its value until clear() releases both.
     PyObject *value;
-    // The key's address, which hashes the entry's table slot: the callback
-    // needs it after CPython has cleared ref.wr_object.
-    uintptr_t key_address;
+    // Where the map's table holds it (EntryTable), so that the callback
+    // removes it without the key, which CPython has cleared by then.
+    size_t position;
 };
 
 // Automatic collection's generations of one map's entries (auto_collect.h),
@@ -74,11 +82,9 @@ struct EntryGenerations {
 
 struct EphemeronMap {
     PyObject_HEAD
-    // Owned references to the entries; NULL marks an empty slot. Linear
-    // probing with backward-shift deletion (no tombstones); at most 2/3 full.
-    EphemeronEntry **slots;
-    size_t mask;       // slot count - 1 (a power of two), 0 while slots is NULL
-    size_t size;       // entries in the table
+    // Owns one reference to each of its entries. Constructed in place when
+    // the map is made (the type's allocation runs no constructor).
+    EntryTable table;
     // The callback every entry's weak reference calls when its key dies.
     // Owned; it points back to this map with a borrowed pointer that the map
     // clears when it dies (so an entry that outlives its map calls nothing).
@@ -152,5 +158,70 @@ int ephemeron_set(EphemeronMap *map, PyObject *key, PyObject *value);
 int ephemeron_delete(EphemeronMap *map, PyObject *key);
 // A new, empty map, or NULL with an exception.
 EphemeronMap *ephemeron_new();
+
+// The key of the entry at `position` of m's table (EntryTable::at), for the
+// collector's seeding: borrowed, valid while no code runs; NULL for a hole,
+// an entry the GC cleared, or a dying key. False past the end. Seeding walks
+// the positions in order, which is memory order: the entry a few positions
+// ahead is prefetched, and so is its key.
+inline bool ephemeron_position_key(const EphemeronMap *m, size_t position, PyObject **key) {
+    constexpr size_t kPrefetch = 8;
+    const EntryTable &t = m->table;
+    if (position >= t.end()) {
+        return false;
+    }
+    if (position + kPrefetch < t.end()) {
+        if (const EphemeronEntry *ahead = t.at(position + kPrefetch)) {
+            __builtin_prefetch(ahead->ref.wr_object);
+        }
+    }
+    *key = ephemeron_entry_key(t.at(position));
+    return true;
+}
+
+// --- Shared by the map's own files (ephemeron_*.cpp) ------------------------
+
+// `e` when it is an entry with a live key, else NULL (also for NULL).
+EphemeronEntry *ephemeron_usable(EphemeronEntry *e);
+
+// A new entry of m for key (its value not yet set), or NULL with an
+// exception. Allocates, so any code may run meanwhile (ephemeron_entry.cpp).
+EphemeronEntry *ephemeron_new_entry(EphemeronMap *m, PyObject *key);
+// The map an entry belongs to, NULL when the map is gone or the key's
+// callback is running (ephemeron_entry.cpp).
+EphemeronMap *ephemeron_map_of(const EphemeronEntry *entry);
+// A new KeyDeath callback for m (ephemeron_entry.cpp), and unhooking it from
+// a map that is going.
+PyObject *ephemeron_new_key_death(EphemeronMap *m);
+void ephemeron_key_death_forget(PyObject *key_death);
+int ephemeron_entry_types_ready();
+
+// Generations (ephemeron_generations.cpp): a new entry's key address becomes
+// young (false when out of memory); every generation is forgotten (the table
+// is emptied, or the map is going).
+bool ephemeron_list_young(EphemeronMap *m, uintptr_t address);
+void ephemeron_unlist_all(EphemeronMap *m);
+
+// The map's operations (ephemeron_map.cpp) for its Python type.
+// -1 with TypeError when key cannot be weakly referenced, else 0.
+int ephemeron_check_key(PyObject *key);
+// Takes `entry` out of m's table and returns its value (the reference the
+// entry held), or NULL when the table does not hold it. Drops the table's
+// reference to the entry; runs no code unless that frees the entry.
+PyObject *ephemeron_take_value(EphemeronMap *m, EphemeronEntry *entry);
+// Removes `entry` if m's table holds it; its value is released last.
+void ephemeron_remove(EphemeronMap *m, EphemeronEntry *entry);
+// Empties m; every entry and value is released after the table is empty.
+void ephemeron_clear(EphemeronMap *m);
+// A new map of `type`, empty, or NULL with an exception; and its end.
+PyObject *ephemeron_alloc(PyTypeObject *type);
+void ephemeron_dealloc(EphemeronMap *m);
+int ephemeron_map_type_ready();
+
+// A new iterator over m's keys, values or (key, value) pairs, or NULL with
+// an exception (ephemeron_map_iterator.cpp).
+enum class EntryPart { kKeys, kValues, kItems };
+PyObject *ephemeron_iterate_entries(EphemeronMap *m, EntryPart part);
+int ephemeron_iterator_type_ready();
 
 }  // namespace coextra::detail

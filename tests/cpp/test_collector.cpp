@@ -573,7 +573,7 @@ TEST_F(MapGenerations, EntriesThatDieYoungGoAtTheNextGenerationPass) {
     add_entries(50);
     keys.clear();  // only their own values keep the keys now
     EXPECT_EQ(gc_pass(2), 50);
-    EXPECT_EQ(m()->size, 0u);
+    EXPECT_EQ(m()->table.size(), 0u);
 }
 
 TEST_F(MapGenerations, EntriesTwoPassesFoundLiveAreOldAndLeftToTheMapScan) {
@@ -587,7 +587,7 @@ TEST_F(MapGenerations, EntriesTwoPassesFoundLiveAreOldAndLeftToTheMapScan) {
     uint64_t scans = internals.collector.map_scans.scans;
     attach_live(1);  // a generation pass has something to examine
     EXPECT_EQ(gc_pass(2), 0) << "old entries are not the generation pass's";
-    EXPECT_EQ(m()->size, 50u);
+    EXPECT_EQ(m()->table.size(), 50u);
     EXPECT_EQ(internals.collector.map_scans.scans, scans);
     set_map_scan_due(true);
     EXPECT_EQ(gc_pass(2), 50) << "the map scan examines every entry";
@@ -669,7 +669,7 @@ TEST_F(MapGenerations, AMapFilledFasterThanPassesComeIsExaminedWhole) {
     EXPECT_LT(m()->generations->young.listed.size(), 100u) << "no address per entry";
     keys.erase(keys.begin(), keys.begin() + 400);  // 400 die young
     EXPECT_EQ(gc_pass(2), 400);
-    EXPECT_EQ(m()->size, 600u);
+    EXPECT_EQ(m()->table.size(), 600u);
     gc_pass(2);
     EXPECT_FALSE(ephemeron_generations_pending()) << "the whole map aged, then became old";
 }

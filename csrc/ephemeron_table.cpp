@@ -1,0 +1,169 @@
+// ephemeron_table.cpp -- EntryTable (ephemeron_table.h).
+#include "ephemeron_table.h"
+
+#include "ephemeron_map.h"
+
+namespace coextra::detail {
+
+namespace {
+
+constexpr size_t kMinIndexSlots = 8;
+
+// Fibonacci hashing: addresses differ in their middle bits; the top bits of
+// the product mix them all.
+inline size_t hash_slot(uintptr_t key_address, unsigned shift) {
+    return static_cast<size_t>((static_cast<uint64_t>(key_address >> 4) * 0x9E3779B97F4A7C15ull) >> shift);
+}
+
+// Whether `e` (from the index) is the entry of the key at `key_address`.
+// The weak reference, not a remembered address: an address alone could name
+// a dead key whose callback is pending (CPython cleared the reference).
+inline bool is_entry_of(const EphemeronEntry *e, uintptr_t key_address) {
+    return e != nullptr && reinterpret_cast<uintptr_t>(e->ref.wr_object) == key_address && e->value != nullptr;
+}
+
+}  // namespace
+
+size_t EntryTable::slot_of(uintptr_t key_address) const {
+    return index_shift_ < 64 ? hash_slot(key_address, index_shift_) : 0;
+}
+
+EphemeronEntry *EntryTable::find(PyObject *key) const {
+    if (index_ == nullptr) {
+        return nullptr;
+    }
+    auto address = reinterpret_cast<uintptr_t>(key);
+    for (size_t i = slot_of(address);; i = (i + 1) & index_mask_) {
+        uint32_t position = index_[i];
+        if (position == kEmpty) {
+            return nullptr;
+        }
+        // A stale slot may name a position past used_ (the tail was trimmed).
+        EphemeronEntry *e = position < used_ ? entries_[position] : nullptr;
+        if (is_entry_of(e, address)) {
+            return e;
+        }
+    }
+}
+
+int EntryTable::rebuild_index(size_t index_slots) {
+    auto *index = static_cast<uint32_t *>(PyMem_Malloc(index_slots * sizeof(uint32_t)));
+    if (index == nullptr) {
+        return -1;
+    }
+    for (size_t i = 0; i < index_slots; i++) {
+        index[i] = kEmpty;
+    }
+    unsigned shift = 64;
+    for (size_t s = index_slots; s > 1; s >>= 1) {
+        shift--;
+    }
+    size_t mask = index_slots - 1;
+    size_t kept = 0;
+    size_t filled = 0;
+    for (size_t p = 0; p < used_; p++) {
+        EphemeronEntry *e = entries_[p];
+        if (e == nullptr) {
+            continue;
+        }
+        entries_[kept] = e;
+        e->position = kept;
+        // A dead key's entry stays (its callback is pending) but is never
+        // found, so it needs no slot: its key's address is gone anyway.
+        PyObject *key = e->ref.wr_object;
+        if (key != Py_None) {
+            size_t i = hash_slot(reinterpret_cast<uintptr_t>(key), shift);
+            while (index[i] != kEmpty) {
+                i = (i + 1) & mask;
+            }
+            index[i] = static_cast<uint32_t>(kept);
+            filled++;
+        }
+        kept++;
+    }
+    PyMem_Free(index_);
+    index_ = index;
+    index_mask_ = mask;
+    index_shift_ = shift;
+    index_filled_ = filled;
+    used_ = kept;
+    return 0;
+}
+
+bool EntryTable::grow() {
+    // The index stays at most 2/3 full (counting stale slots); rebuilt, it
+    // is at most 1/3 full, so it is rebuilt once per as many inserts as the
+    // map holds.
+    if ((index_filled_ + 1) * 3 > (index_mask_ + 1) * 2 || index_ == nullptr) {
+        size_t slots = kMinIndexSlots;
+        while (slots < 2 * (size_ + 1)) {
+            slots *= 2;
+        }
+        if (slots - 1 >= kEmpty || rebuild_index(slots) < 0) {
+            return false;
+        }
+    }
+    if (used_ < capacity_) {
+        return true;
+    }
+    if (size_ * 4 < used_ * 3) {  // a quarter holes: squeeze them out instead
+        return rebuild_index(index_mask_ + 1) == 0;
+    }
+    // By a quarter: the entry array is a fifth of the table's memory, and
+    // growing it moves no entry.
+    size_t capacity = used_ + used_ / 4 + 8;
+    auto *entries = static_cast<EphemeronEntry **>(PyMem_Realloc(entries_, capacity * sizeof(EphemeronEntry *)));
+    if (entries == nullptr) {
+        return false;
+    }
+    entries_ = entries;
+    capacity_ = capacity;
+    return true;
+}
+
+void EntryTable::insert(EphemeronEntry *entry) {
+    size_t position = used_++;
+    entries_[position] = entry;
+    entry->position = position;
+    size_++;
+    insertions_++;
+    size_t i = slot_of(reinterpret_cast<uintptr_t>(entry->ref.wr_object));
+    while (index_[i] != kEmpty) {
+        i = (i + 1) & index_mask_;
+    }
+    index_[i] = static_cast<uint32_t>(position);
+    index_filled_++;
+}
+
+bool EntryTable::take(EphemeronEntry *entry) {
+    size_t position = entry->position;
+    if (position >= used_ || entries_[position] != entry) {
+        return false;
+    }
+    entries_[position] = nullptr;
+    size_--;
+    // Trailing holes are dropped, so that popping the last entry (popitem)
+    // and adding again reuse the same positions.
+    while (used_ > 0 && entries_[used_ - 1] == nullptr) {
+        used_--;
+    }
+    return true;
+}
+
+EphemeronEntry **EntryTable::release(size_t *count) {
+    EphemeronEntry **entries = entries_;
+    *count = used_;
+    PyMem_Free(index_);
+    uint64_t insertions = insertions_;
+    *this = EntryTable();
+    insertions_ = insertions;  // emptied and refilled is not unchanged
+    return entries;
+}
+
+void EntryTable::free_arrays() {
+    PyMem_Free(entries_);
+    PyMem_Free(index_);
+    *this = EntryTable();
+}
+
+}  // namespace coextra::detail

@@ -1,0 +1,75 @@
+// ephemeron_table.h -- EntryTable: one EphemeronMap's entries, found by their
+// key's identity.
+//
+// Laid out as CPython's dict: the entries in insertion order in a dense
+// array (a hole where one left), and a compact hash index of 32-bit
+// positions into it (open addressing on the key's address, linear probing).
+// Walking the entries (iteration, the collector's seeding, clear) reads
+// memory in order -- entries, and usually their keys, were allocated in
+// that order too -- and the index a lookup probes at random is four bytes a
+// slot. An entry knows its position, so removing it (its key's callback)
+// needs no probe; its index slot stays, pointing at a hole or, once the
+// position is reused, at an entry of another key, until the index is next
+// rebuilt: probes pass over both.
+//
+// The table only arranges pointers: it takes, drops and runs nothing, and
+// never fails but in grow(). The map (ephemeron_map.cpp) owns the entries.
+#pragma once
+
+#include "compat.h"
+
+#include <cstdint>
+
+namespace coextra::detail {
+
+struct EphemeronEntry;
+
+class EntryTable {
+public:
+    // The entry of `key` whose value is set, or NULL. Runs no code.
+    EphemeronEntry *find(PyObject *key) const;
+
+    // Room for one more entry; false when out of memory (nothing changed,
+    // no exception set).
+    bool grow();
+    // Appends an entry whose key is alive; grow() made room. Its position
+    // is written into the entry.
+    void insert(EphemeronEntry *entry);
+    // Takes `entry` out if the table holds it (true); no reference moves.
+    bool take(EphemeronEntry *entry);
+
+    // The number of entries, and the positions in use: [0, end()), each an
+    // entry or NULL (a hole), in insertion order.
+    size_t size() const { return size_; }
+    // How many entries were ever inserted: unchanged, no entry came.
+    uint64_t insertions() const { return insertions_; }
+    size_t end() const { return used_; }
+    EphemeronEntry *at(size_t position) const { return entries_[position]; }
+
+    // Empties the table and hands over its entries: the array (PyMem; NULL
+    // for an empty table) and, in *count, how many positions it holds, holes
+    // included.
+    EphemeronEntry **release(size_t *count);
+    // Frees the arrays (the map is going, its entries already released).
+    void free_arrays();
+
+private:
+    static constexpr uint32_t kEmpty = UINT32_MAX;
+
+    size_t slot_of(uintptr_t key_address) const;
+    // Rebuilds the index over the entries, holes squeezed out; -1 when out
+    // of memory (nothing changed).
+    int rebuild_index(size_t index_slots);
+
+    EphemeronEntry **entries_ = nullptr;  // [0, used_) in use, capacity_ allocated
+    size_t capacity_ = 0;
+    size_t used_ = 0;
+    size_t size_ = 0;
+    uint64_t insertions_ = 0;
+    uint32_t *index_ = nullptr;  // index_mask_ + 1 slots, kEmpty or a position
+    size_t index_mask_ = 0;
+    size_t index_filled_ = 0;  // slots not kEmpty
+    unsigned index_shift_ = 64;  // 64 - log2(slots)
+};
+
+}  // namespace coextra::detail
