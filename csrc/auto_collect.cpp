@@ -52,7 +52,7 @@ double sweep_wait(double duration, double found_per_second, size_t live) {
 // by (a scan is one pause: it is not run more often while it finds
 // entries, as the sweep is), else the young and middle ones, if any.
 MapSeeds generation_map_seeds() {
-    if (internals.ephemeron.entries == 0) {
+    if (ephemeron_entry_count() == 0) {
         return MapSeeds::kNo;
     }
     const MapScans &scans = collector_map_scans();
@@ -336,7 +336,7 @@ PyObject *on_gc(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
         Py_RETURN_NONE;
     }
     if (r->closed || compat::interpreter_finalizing() || collector_running() ||
-        (r->holders.empty() && internals.ephemeron.entries == 0)) {
+        (r->holders.empty() && ephemeron_entry_count() == 0)) {
         Py_RETURN_NONE;
     }
     Py_ssize_t detached = start ? auto_collect_run(r, info_field(args[1], "generation", 2))

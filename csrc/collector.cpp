@@ -419,7 +419,7 @@ bool map_seed_key(const EphemeronMap *m, MapSeeds seeds, size_t slot, PyObject *
 // budget is spent. False when out of memory.
 bool add_map_seeds(Pass &pass, MapCursor *cursor) {
     HeapGraph &g = pass.graph;
-    const std::vector<EphemeronMap *> &maps = internals.ephemeron.maps;
+    const std::vector<EphemeronMap *> &maps = ephemeron_maps();
     size_t added = 0;
     for (; cursor->map < maps.size() && added < kSeedChunk; cursor->map++, cursor->slot = 0) {
         const EphemeronMap *m = maps[cursor->map];
@@ -507,7 +507,7 @@ bool explore(Pass &pass, const std::vector<Holder *> &holders, size_t first, siz
     MapCursor map_cursor;
     map_cursor.seeds = maps;
     if (maps == MapSeeds::kNo) {
-        map_cursor.map = internals.ephemeron.maps.size();
+        map_cursor.map = ephemeron_maps().size();
     }
     for (;;) {
         while (next < g.nodes.size() && pass.pending.size() < kBatch && !g.out_of_memory) {
@@ -537,7 +537,7 @@ bool explore(Pass &pass, const std::vector<Holder *> &holders, size_t first, siz
                 if (!add_seeds(pass, holders, &next_seed, end)) {
                     return false;
                 }
-            } else if (map_cursor.map < internals.ephemeron.maps.size()) {
+            } else if (map_cursor.map < ephemeron_maps().size()) {
                 if (!add_map_seeds(pass, &map_cursor)) {
                     return false;
                 }
@@ -695,9 +695,9 @@ Py_ssize_t run_pass(PassKind kind, MapSeeds maps, size_t first, size_t end, size
     // which the holder index holds).
     size_t seeds = end - first;
     if (maps == MapSeeds::kAll) {
-        seeds += internals.ephemeron.entries;
+        seeds += ephemeron_entry_count();
     } else if (maps == MapSeeds::kGenerations) {
-        seeds += internals.ephemeron.listed;
+        seeds += ephemeron_listed_count();
     }
     state.scratch->module_dicts.refresh(/*force=*/kind == PassKind::kAll || state.relist_module_dicts);
     state.relist_module_dicts = false;

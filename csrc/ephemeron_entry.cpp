@@ -2,9 +2,13 @@
 // reference to its key that owns the value) and the callback that removes an
 // entry whose key died (KeyDeath).
 #include "ephemeron_map.h"
-#include "internals.h"
 
 namespace coextra::detail {
+
+// EphemeronEntry objects in existence (ephemeron_entry_live_count).
+static int64_t live_entries = 0;
+
+int64_t ephemeron_entry_live_count() { return live_entries; }
 
 namespace {
 
@@ -57,7 +61,7 @@ void entry_dealloc(PyObject *self) {
     // Off the key's list before any code runs: code that lists the key's weak
     // references must not find (and resurrect) a dying entry.
     _PyWeakref_RefType.tp_dealloc(self);
-    internals.live.ephemeron_entries--;
+    live_entries--;
     Py_XDECREF(value);
 }
 
@@ -95,7 +99,7 @@ EphemeronEntry *ephemeron_new_entry(EphemeronMap *m, PyObject *key) {
     if (made == nullptr) {
         return nullptr;
     }
-    internals.live.ephemeron_entries++;
+    live_entries++;
     auto *entry = reinterpret_cast<EphemeronEntry *>(made);
     entry->position = SIZE_MAX;  // in no table yet
     return entry;

@@ -1,7 +1,7 @@
 // ephemeron_generations.cpp -- automatic collection's generations of the
 // maps' entries (EntryGenerations, ephemeron_map.h).
 #include "ephemeron_map.h"
-#include "internals.h"
+#include "ephemeron_state.h"
 
 #include <algorithm>
 #include <new>
@@ -10,7 +10,7 @@ namespace coextra::detail {
 
 namespace {
 
-constexpr EphemeronState &state = internals.ephemeron;
+constexpr EphemeronState &state = ephemeron_state;
 
 // The entry whose live key is at `address`, or NULL. Runs no code.
 EphemeronEntry *find_by_address(const EphemeronMap *m, uintptr_t address) {

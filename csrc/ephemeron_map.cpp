@@ -3,16 +3,23 @@
 // Python type (ephemeron_map_type.cpp) and the collector.
 #include "ephemeron_map.h"
 
-#include "internals.h"
+#include "ephemeron_state.h"
 
 #include <new>
 
 namespace coextra::detail {
 
+EphemeronState ephemeron_state;
+
+const std::vector<EphemeronMap *> &ephemeron_maps() { return ephemeron_state.maps; }
+
+size_t ephemeron_entry_count() { return ephemeron_state.entries; }
+
+size_t ephemeron_listed_count() { return ephemeron_state.listed; }
+
 namespace {
 
-// This file's part of internals (internals.h).
-constexpr EphemeronState &state = internals.ephemeron;
+constexpr EphemeronState &state = ephemeron_state;
 
 // Gives an entry in the table a new value; the old one is released after.
 void replace_value(EphemeronEntry *e, PyObject *value) {

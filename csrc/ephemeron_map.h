@@ -6,8 +6,9 @@
 // weakref.ref) that also owns the value. The map owns its entries through an
 // EntryTable (ephemeron_table.h), in insertion order.
 //
-// The files: ephemeron_table.{h,cpp} the table; ephemeron_entry.cpp the entry
-// type and the callback that removes an entry whose key died;
+// The files: ephemeron_table.{h,cpp} the table; ephemeron_entry.{h,cpp} the
+// entry type and the callback that removes an entry whose key died;
+// ephemeron_state.h the state the maps' own files share;
 // ephemeron_generations.cpp automatic collection's generations;
 // ephemeron_map_iterator.cpp iterating over keys, values and items;
 // ephemeron_map.cpp the map's operations (for the C API, the Python type and
@@ -34,6 +35,7 @@
 #pragma once
 
 #include "compat.h"
+#include "ephemeron_entry.h"
 #include "ephemeron_table.h"
 
 #include <cstdint>
@@ -42,19 +44,6 @@
 namespace coextra::detail {
 
 struct EphemeronMap;
-
-struct EphemeronEntry {
-    // ref.wr_object is the key (weak), ref.wr_callback the map's KeyDeath
-    // object (owned by the weak reference).
-    PyWeakReference ref;
-    // Owned. Never NULL while the entry is in its map's table; NULL once it
-    // left and its value was released (an entry is never put back). An entry
-    // that clear() took out keeps its value until clear() releases both.
-    PyObject *value;
-    // Where the map's table holds it (EntryTable), so that the callback
-    // removes it without the key, which CPython has cleared by then.
-    size_t position;
-};
 
 // Automatic collection's generations of one map's entries (auto_collect.h),
 // kept as the registry keeps holders' (registry.h): the entries added since
@@ -89,26 +78,23 @@ struct EphemeronMap {
     // Owned; it points back to this map with a borrowed pointer that the map
     // clears when it dies (so an entry that outlives its map calls nothing).
     PyObject *key_death;
-    size_t registered_slot;  // index in EphemeronState::maps
+    size_t registered_slot;  // index in ephemeron_maps()
     PyObject *weakreflist;
     EntryGenerations *generations;  // owned (new/delete); NULL until the first entry
 };
 
 extern PyTypeObject EphemeronMapType;
-extern PyTypeObject EphemeronEntryType;
 
-// Ephemeron maps' part of internals (internals.h).
-struct EphemeronState {
-    // Every live map, borrowed: a map removes itself when it is freed. The
-    // collector seeds passes with the keys of their entries.
-    std::vector<EphemeronMap *> maps;
-    size_t entries = 0;           // in the tables of all maps
-    uint64_t added_total = 0;     // entries ever added
-    // Over every map's EntryGenerations: addresses listed, and generations
-    // that are whole maps.
-    size_t listed = 0;
-    size_t whole = 0;
-};
+// Every live map, borrowed (a map removes itself when it is freed): the
+// collector seeds passes with the keys of their entries.
+const std::vector<EphemeronMap *> &ephemeron_maps();
+// Entries in the tables of all maps.
+size_t ephemeron_entry_count();
+// Key addresses listed in every map's young generation (EntryGenerations).
+size_t ephemeron_listed_count();
+// EphemeronEntry objects that exist right now, in a table or not: tests and
+// stats() prove with it that entries are really freed.
+int64_t ephemeron_entry_live_count();
 
 int ephemeron_types_ready();
 

@@ -1,7 +1,7 @@
 // ephemeron_table.cpp -- EntryTable (ephemeron_table.h).
 #include "ephemeron_table.h"
 
-#include "ephemeron_map.h"
+#include "ephemeron_entry.h"
 
 namespace coextra::detail {
 

@@ -13,7 +13,6 @@
 #include "compat.h"
 #include "ephemeron_map.h"
 #include "holder.h"
-#include "internals.h"
 #include "registry.h"
 #include "system_memory.h"
 
@@ -413,7 +412,7 @@ private:
 
 // True while some ephemeron map holds an entry: only then do keys have
 // virtual edges to follow (one load per expanded object otherwise).
-inline bool ephemeron_entries_exist() { return internals.ephemeron.entries != 0; }
+inline bool ephemeron_entries_exist() { return ephemeron_entry_count() != 0; }
 
 // Whether op may be the key of an ephemeron entry: it has weak references.
 inline bool may_be_ephemeron_key(PyObject *op) {

@@ -2,10 +2,10 @@
 // process-wide state, and the state of the concepts that share one struct.
 //
 // coextra runs in the main interpreter only (registry.h), so its state is per
-// process. The registry, holders, entries, the C API table and the evalframe
-// backend keep theirs in their own .cpp file, behind their headers' functions.
-// The collector, automatic collection and ephemeron maps keep theirs in the
-// one Internals object below: each member is the state of one concept,
+// process. The registry, holders, entries, ephemeron maps, the C API table
+// and the evalframe backend keep theirs in their own files, behind their
+// headers' functions. The collector and automatic collection keep theirs in
+// the one Internals object below: each member is the state of one concept,
 // declared in that concept's header and written by its .cpp file only.
 // Nothing else in the core lives beyond a call, except: the types' static
 // PyTypeObjects; in evalframe.cpp, one thread-local flag of the hook and that
@@ -40,7 +40,6 @@
 #include "compat.h"
 #include "ephemeron_map.h"
 #include "evalframe.h"
-#include "live_counts.h"
 #include "registry.h"
 
 namespace coextra::detail {
@@ -48,8 +47,6 @@ namespace coextra::detail {
 struct Internals {
     CollectorState collector;          // collector.cpp
     AutoCollectState auto_collect;     // auto_collect.cpp
-    EphemeronState ephemeron;          // ephemeron_map.cpp
-    LiveCounts live;                   // ephemeron_map.cpp
     bool process_hooks = false;        // internals.cpp: fork handler and atexit registered
 };
 

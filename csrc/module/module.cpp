@@ -114,9 +114,9 @@ py::dict stats() {
     out["detached_total"] = r->detached_total;
     out["holders_alive"] = holder_live_count();
     out["entries_alive"] = entry_live_count();
-    out["ephemeron_maps"] = internals.ephemeron.maps.size();
-    out["ephemeron_entries"] = internals.ephemeron.entries;
-    out["ephemeron_entries_alive"] = internals.live.ephemeron_entries;
+    out["ephemeron_maps"] = ephemeron_maps().size();
+    out["ephemeron_entries"] = ephemeron_entry_count();
+    out["ephemeron_entries_alive"] = ephemeron_entry_live_count();
     add_collector_stats(out);
     return out;
 }

@@ -611,11 +611,11 @@ TEST_F(MapGenerations, APassBegunAgainBeforeItAgedKeepsEveryEntryListedOnce) {
     add_entries(10);
     ephemeron_begin_generation_pass();  // the first never aged: its entries join
     EXPECT_EQ(ephemeron_generation_seeds(m()), 20u);
-    EXPECT_EQ(internals.ephemeron.listed, 20u);
+    EXPECT_EQ(ephemeron_listed_count(), 20u);
     ephemeron_age_generations(false);
     ephemeron_age_generations(false);
     EXPECT_FALSE(ephemeron_generations_pending());
-    EXPECT_EQ(internals.ephemeron.listed, 0u);
+    EXPECT_EQ(ephemeron_listed_count(), 0u);
 }
 
 // Adaptive tenuring, for map entries and holders apart (auto_collect.h,
