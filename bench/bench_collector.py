@@ -261,6 +261,66 @@ def pauses_while_attaching(n: int) -> dict:
     return {"holders": n, "coextra_s": p.coextra_max, "gc_s": p.gc_max, "gc2_s": p.gc2_max}
 
 
+class Key:
+    """An ephemeron map key (weakly referenceable)."""
+
+    __slots__ = ("__weakref__",)
+
+
+def pauses_of_shapes(holders: int, entries: int, shared_size: int, churn_rounds: int) -> dict:
+    """The longest automatic pause beside CPython's longest collection, in
+    one run over a large live heap: `holders` live holders, `entries` live
+    EphemeronMap entries whose values reference their keys, and every
+    product referencing one shared structure of `shared_size` objects (none
+    when 0). The heap is built with automatic collection on, then the
+    program goes on: rounds that attach and drop a wave of caches and map
+    entries (so caches die, and every generation and sweep runs), allocate,
+    and call gc.collect() every fourth round."""
+    import weakref
+
+    coextra.reset()
+    gc.collect()
+    coextra.set_auto_collect(True)
+    shared = [[i] for i in range(shared_size - 1)] if shared_size else None
+    table = coextra.EphemeronMap()
+    before = coextra.stats()
+    dead_after_collect = 0
+    t0 = time.perf_counter()
+    with Pauses() as p:
+        functions = make_functions(holders)
+        for i, f in enumerate(functions):
+            coextra.attach(f, [f, shared] if shared is not None else [f, i])
+        keys = [Key() for _ in range(entries)]
+        for k in keys:
+            table[k] = (k, shared)
+        built = time.perf_counter() - t0
+        for round_ in range(churn_rounds):
+            wave = make_functions(500, start=holders + 500 * round_)
+            wave_keys = [Key() for _ in range(500)]
+            for f, k in zip(wave, wave_keys):
+                coextra.attach(f, [f, shared])
+                table[k] = (k, f)
+            dropped = [weakref.ref(f.__code__) for f in wave]
+            del wave, wave_keys, f, k
+            garbage = [[j] for j in range(20_000)]
+            del garbage
+            if round_ % 4 == 3:
+                gc.collect()
+                dead_after_collect = max(dead_after_collect, sum(r() is not None for r in dropped))
+    elapsed = time.perf_counter() - t0
+    after = coextra.stats()
+    del functions, keys, shared
+    table.clear()
+    coextra.reset()
+    gc.collect()
+    return {"holders": holders, "entries": entries, "shared_objects": shared_size,
+            "churn_rounds": churn_rounds, "build_s": built, "seconds": elapsed,
+            "coextra_s": p.coextra_max, "gc_s": p.gc_max, "gc2_s": p.gc2_max,
+            "auto_share": (after["auto_seconds"] - before["auto_seconds"]) / elapsed,
+            "dead_after_collect": dead_after_collect,
+            "map_scans": after["map_scans"] - before["map_scans"]}
+
+
 def shared_structure(holders_list, shared_size: int) -> list[dict]:
     coextra.set_auto_collect(False)
     shared = [[i] for i in range(shared_size)]

@@ -391,14 +391,19 @@ bool add_seeds(Pass &pass, const std::vector<Holder *> &holders, size_t *next_se
     return true;
 }
 
-// Where seeding from the ephemeron maps goes on: a map's index in
-// EphemeronState::maps and a slot of its table (MapSeeds::kAll) or an index
-// of its generations' seeds (MapSeeds::kGenerations).
+// Where seeding from the ephemeron maps goes on: the maps of
+// EphemeronState::maps not finished, from the last down (the current one is
+// maps[maps_left - 1]; MapScanCursor says why down), and a slot of its table
+// (MapSeeds::kAll) or an index of its generations' seeds
+// (MapSeeds::kGenerations).
 struct MapCursor {
     MapSeeds seeds = MapSeeds::kNo;
-    size_t map = 0;
+    size_t maps_left = 0;
     size_t slot = 0;
+    size_t slots_left = SIZE_MAX;  // what a slice of a map scan may still visit
 };
+
+bool more_map_seeds(const MapCursor &cursor) { return cursor.maps_left != 0 && cursor.slots_left != 0; }
 
 // The table's order is a hash of the keys' addresses: every entry and key a
 // seeding reads is a cache miss once the map outgrows the CPU caches. So the
@@ -440,33 +445,35 @@ bool map_seed_key(const EphemeronMap *m, MapSeeds seeds, size_t slot, PyObject *
     return true;
 }
 
-// Adds the keys of up to kSeedChunk ephemeron entries from *cursor on and
-// advances it; sets it past the last map once every key is added or the
-// budget is spent. False when out of memory.
+// Adds the keys of up to kSeedChunk ephemeron entries from *cursor on
+// (visiting at most cursor->slots_left slots) and advances it; sets it past
+// the last map once every key is added or the budget is spent. False when
+// out of memory.
 bool add_map_seeds(Pass &pass, MapCursor *cursor) {
     HeapGraph &g = pass.graph;
     const std::vector<EphemeronMap *> &maps = internals.ephemeron.maps;
     size_t added = 0;
-    for (; cursor->map < maps.size() && added < kSeedChunk; cursor->map++, cursor->slot = 0) {
-        const EphemeronMap *m = maps[cursor->map];
+    while (added < kSeedChunk && more_map_seeds(*cursor)) {
         PyObject *key = nullptr;
-        for (; added < kSeedChunk && map_seed_key(m, cursor->seeds, cursor->slot, &key); cursor->slot++) {
-            if (key == nullptr || !is_node_candidate(key)) {
-                continue;  // a key that is never a node is live: so is its entry
-            }
-            bool fresh = false;
-            if (g.intern(key, &fresh) == HeapGraph::kNone) {
-                if (g.out_of_memory) {
-                    return false;
-                }
-                cursor->map = maps.size();  // budget spent: the rest stay unexplored
-                return true;
-            }
-            added++;
+        if (!map_seed_key(maps[cursor->maps_left - 1], cursor->seeds, cursor->slot, &key)) {
+            cursor->maps_left--;
+            cursor->slot = 0;
+            continue;
         }
-        if (added == kSeedChunk) {
-            return true;  // this map may have more: resume at cursor->slot
+        cursor->slot++;
+        cursor->slots_left--;
+        if (key == nullptr || !is_node_candidate(key)) {
+            continue;  // a key that is never a node is live: so is its entry
         }
+        bool fresh = false;
+        if (g.intern(key, &fresh) == HeapGraph::kNone) {
+            if (g.out_of_memory) {
+                return false;
+            }
+            cursor->maps_left = 0;  // budget spent: the rest stay unexplored
+            return true;
+        }
+        added++;
     }
     return true;
 }
@@ -526,15 +533,10 @@ bool ready_holder_node(GraphNode &node) {
 // traversed next); a new chunk of seeds once all is explored.
 constexpr size_t kBatch = 512;
 
-bool explore(Pass &pass, const std::vector<Holder *> &holders, size_t first, size_t end, MapSeeds maps) {
+bool explore(Pass &pass, const std::vector<Holder *> &holders, size_t first, size_t end, MapCursor &map_cursor) {
     HeapGraph &g = pass.graph;
     size_t next = 0;
     size_t next_seed = first;
-    MapCursor map_cursor;
-    map_cursor.seeds = maps;
-    if (maps == MapSeeds::kNo) {
-        map_cursor.map = internals.ephemeron.maps.size();
-    }
     for (;;) {
         while (next < g.nodes.size() && pass.pending.size() < kBatch && !g.out_of_memory) {
             if (next + kNodePrefetch < g.nodes.size()) {
@@ -563,7 +565,7 @@ bool explore(Pass &pass, const std::vector<Holder *> &holders, size_t first, siz
                 if (!add_seeds(pass, holders, &next_seed, end)) {
                     return false;
                 }
-            } else if (map_cursor.map < internals.ephemeron.maps.size()) {
+            } else if (more_map_seeds(map_cursor)) {
                 if (!add_map_seeds(pass, &map_cursor)) {
                     return false;
                 }
@@ -687,11 +689,37 @@ Garbage detach_garbage(Pass &pass, const std::vector<Holder *> &holders) {
     return found;
 }
 
-// One pass seeded with the codes of registry->holders[first, end) (and with
-// every ephemeron key, as `maps` says), then the generations aged as `kind`
-// says. -1 with an exception.
+// Where a slice of a map scan begins: where the previous one ended, or at
+// the first slot of that map's table when the map or its table changed
+// meanwhile (MapScanCursor).
+MapCursor resume_map_scan(const MapScanCursor &scan, size_t slots) {
+    const std::vector<EphemeronMap *> &maps = internals.ephemeron.maps;
+    MapCursor cursor{MapSeeds::kAll, std::min(scan.maps_left, maps.size()), scan.slot, slots};
+    if (cursor.maps_left != 0) {
+        const EphemeronMap *m = maps[cursor.maps_left - 1];
+        if (cursor.maps_left != scan.maps_left || m->slots != scan.table || m->mask != scan.mask) {
+            cursor.slot = 0;
+        }
+    }
+    return cursor;
+}
+
+void save_map_scan(const MapCursor &cursor, MapScanCursor *scan) {
+    *scan = MapScanCursor{cursor.maps_left, cursor.slot, nullptr, 0};
+    if (cursor.maps_left != 0) {
+        const EphemeronMap *m = internals.ephemeron.maps[cursor.maps_left - 1];
+        scan->table = m->slots;
+        scan->mask = m->mask;
+    }
+}
+
+// One pass seeded with the codes of registry->holders[first, end) and the
+// ephemeron keys `maps` says -- or, for a slice of a map scan (`scan` not
+// NULL), with the keys of the next `scan_slots` table slots from *scan on
+// (which it advances) -- then the generations aged as `kind` says. -1 with
+// an exception.
 Py_ssize_t run_pass(PassKind kind, MapSeeds maps, size_t first, size_t end, size_t node_budget,
-                    Scratch scratch) {
+                    Scratch scratch, MapScanCursor *scan = nullptr, size_t scan_slots = 0) {
     if (state.running) {
         return 0;
     }
@@ -720,17 +748,26 @@ Py_ssize_t run_pass(PassKind kind, MapSeeds maps, size_t first, size_t end, size
     // (holder, entry and a private product are merged into the code's node,
     // which the holder index holds).
     size_t seeds = end - first;
-    if (maps == MapSeeds::kAll) {
+    MapCursor map_cursor{maps, internals.ephemeron.maps.size(), 0, SIZE_MAX};
+    if (scan != nullptr) {
+        map_cursor = resume_map_scan(*scan, scan_slots);
+        seeds += std::min(scan_slots, internals.ephemeron.entries);
+    } else if (maps == MapSeeds::kAll) {
         seeds += internals.ephemeron.entries;
     } else if (maps == MapSeeds::kGenerations) {
         seeds += internals.ephemeron.listed;
+    } else {
+        map_cursor.maps_left = 0;
     }
     state.scratch->module_dicts.refresh(/*force=*/kind == PassKind::kAll || state.relist_module_dicts);
     state.relist_module_dicts = false;
     bool ok = pass.graph.expect(seeds < node_budget ? seeds : node_budget, first, end);
     // Analysis: from here to detach_garbage nothing runs Python code, nothing
     // allocates a Python object, and no reference count changes.
-    ok = ok && explore(pass, r->holders, first, end, maps) && propagate_liveness(pass.graph, pass.stack);
+    ok = ok && explore(pass, r->holders, first, end, map_cursor) && propagate_liveness(pass.graph, pass.stack);
+    if (scan != nullptr) {
+        save_map_scan(map_cursor, scan);  // before detaching, which may free maps
+    }
     Garbage found{-1, 0};
     if (ok) {
         // The survivors are known: age them now, so that holders attached by
@@ -773,7 +810,7 @@ Py_ssize_t run_pass(PassKind kind, MapSeeds maps, size_t first, size_t end, size
         state.stats.auto_entries_removed += entries;
         state.stats.auto_max_pause = std::max(state.stats.auto_max_pause, elapsed.count());
     }
-    if (maps == MapSeeds::kAll && ok) {
+    if (maps == MapSeeds::kAll && ok && scan == nullptr) {
         state.map_scans.record(elapsed.count());
     }
     Registry *still = registry_get();
@@ -806,6 +843,17 @@ Py_ssize_t collector_collect_slice(size_t first, size_t end, Py_ssize_t node_bud
     Py_ssize_t budget = std::max<Py_ssize_t>(1, std::min(node_budget, state.budget));
     return run_pass(PassKind::kSlice, maps, first, end, static_cast<size_t>(budget), scratch);
 }
+
+Py_ssize_t collector_collect_map_slice(MapScanCursor *cursor, size_t slots, Scratch scratch) {
+    return run_pass(PassKind::kSlice, MapSeeds::kAll, 0, 0, static_cast<size_t>(state.budget), scratch, cursor,
+                    std::max<size_t>(slots, 1));
+}
+
+MapScanCursor collector_map_scan_start() { return MapScanCursor{internals.ephemeron.maps.size(), 0, nullptr, 0}; }
+
+bool collector_map_scan_done(const MapScanCursor &cursor) { return cursor.maps_left == 0; }
+
+void collector_record_map_scan(double seconds) { state.map_scans.record(seconds); }
 
 const MapScans &collector_map_scans() { return state.map_scans; }
 

@@ -44,16 +44,30 @@ struct CollectorStats {
 
 const CollectorStats &collector_stats();
 
-// The passes seeded with every ephemeron key (map scans): collect() and the
-// first slice of a generation pass when automatic collection asks for one
-// (auto_collect.h).
+// Map scans, which examine every ephemeron key: collect(), and automatic
+// collection's sliced ones (auto_collect.h, collector_collect_map_slice).
 struct MapScans {
     using Clock = std::chrono::steady_clock;
     uint64_t scans = 0;
-    double seconds = 0.0;      // duration of the latest
+    double seconds = 0.0;      // duration of the latest (the sum of its slices)
     Clock::time_point ended{};
 
     void record(double duration);
+};
+
+// Where a sliced map scan goes on: maps are scanned from the last of
+// EphemeronState::maps down (a freed map's index gets the last map, which is
+// then scanned again, never skipped; maps made meanwhile are not scanned),
+// each table from its first slot up. `maps_left` counts the maps not
+// finished: the current one is maps[maps_left - 1]. `table` and `mask` are
+// its table's when the previous slice ended, compared only (never
+// dereferenced): a map freed or a table resized since then makes the scan
+// start that index's table over, so no entry present throughout is skipped.
+struct MapScanCursor {
+    size_t maps_left = 0;
+    size_t slot = 0;
+    const void *table = nullptr;
+    size_t mask = 0;
 };
 
 // What passes reuse from one to the next (collector.cpp).
@@ -110,6 +124,15 @@ enum class Scratch { kRelease, kReleaseLarge, kKeep };
 Py_ssize_t collector_collect_slice(size_t first, size_t end, Py_ssize_t node_budget, MapSeeds maps,
                                    Scratch scratch);
 Py_ssize_t collector_collect_young(Py_ssize_t max_seeds, Py_ssize_t node_budget);
+
+// One slice of a map scan: a pass seeded with the keys of the next `slots`
+// table slots from *cursor on, which it advances. What collector_collect_all
+// returns. The scan is over when collector_map_scan_done(*cursor); the
+// caller then records it (collector_record_map_scan).
+MapScanCursor collector_map_scan_start();
+Py_ssize_t collector_collect_map_slice(MapScanCursor *cursor, size_t slots, Scratch scratch);
+bool collector_map_scan_done(const MapScanCursor &cursor);
+void collector_record_map_scan(double seconds);
 
 const MapScans &collector_map_scans();
 

@@ -296,3 +296,49 @@ def test_a_generation_pass_lists_the_module_dicts_anew():
     slices, nodes = map(int, proc.stdout.split())
     assert slices == 1, "one generation pass, one slice"
     assert nodes < 100, f"the module's globals were explored ({nodes} objects)"
+
+
+class MapKey:
+    pass
+
+
+def test_a_map_scan_goes_in_slices_and_finds_the_keys_that_died_old():
+    """Entries whose keys die old are the map scan's: it finds them without
+    collect(), and no automatic pass seeds every key at once (a scan is
+    sliced by table slots, as the sweep is by holders)."""
+    coextra.reset()
+    count = 100_000  # a whole scan explores three objects per entry
+    table = coextra.EphemeronMap()
+    keys = [MapKey() for _ in range(count)]
+    for k in keys:
+        table[k] = [k]  # the value references its key
+    assert coextra.collect() == 0  # every entry old: no generation pass examines them
+    explored = []
+    seen = [coextra.stats()["auto_collections"]]
+
+    def after_ours(phase, info):
+        if phase == "start":
+            s = coextra.stats()
+            if s["auto_collections"] != seen[0]:
+                seen[0] = s["auto_collections"]
+                explored.append(s["last_nodes"])
+
+    collections = [0]
+
+    def half_dropped():
+        collections[0] += 1
+        if collections[0] % 50 == 0:
+            gc.collect()  # a generation-2 collection now and then, as in a running program
+        return len(table) == count // 2
+
+    gc.callbacks.append(after_ours)  # after coextra's: sees each automatic pass
+    try:
+        del keys[::2]  # only their own values reference those keys now
+        scans = coextra.stats()["map_scans"]
+        assert drive_gc_until(half_dropped, seconds=60.0), f"{len(table):,} entries left"
+        assert coextra.stats()["map_scans"] > scans
+        assert all(table[k] == [k] for k in keys), "a live key's entry was removed"
+        assert explored and max(explored) < count // 2, f"a pass explored {max(explored):,} objects"
+    finally:
+        gc.callbacks.remove(after_ours)
+        table.clear()
