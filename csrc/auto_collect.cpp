@@ -95,6 +95,7 @@ bool caches_died_lately() { return collector_stats().auto_detached != generation
 
 void begin_generation_pass(Registry *r, MapSeeds maps) {
     collector_relist_module_dicts();
+    collector_forget_live_structures();
     registry_begin_generation_pass(r);
     ephemeron_begin_generation_pass();
     generation = GenerationPass{true, r->pass_end, maps, 0, collector_stats().auto_detached,

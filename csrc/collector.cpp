@@ -118,6 +118,116 @@ private:
     uint32_t chunk_ = 1;  // the zeroed slots belong to chunk 0: empty
 };
 
+// Structures a pass found live, large ones, which automatic passes leave
+// unexplored when they meet them again: a slice whose few holders reach a
+// structure of many objects (a model every product shares) would otherwise
+// explore all of it, each slice again.
+//
+// A structure is a node X that a pass found referenced from outside its
+// graph, with the nodes it discovered first (its subtree in the order of
+// discovery: everything reachable only through X is in it). Leaving X
+// unexpanded makes X a root and what its unexplored part references roots
+// too: never less live than exploring it, so always sound. It is also what
+// the full pass would decide as long as X is still live, and a later pass
+// checks that from its own counts: X's references not explained by that
+// pass's graph are the outside ones plus those from X's unexplored part,
+// which on the same heap are at most `back_references`, the edges into X
+// from its subtree when it was recorded (a reference from outside the
+// subtree makes X live anyway). So when X's unexplained count exceeds
+// back_references, X is left unexpanded; otherwise it is expanded then and
+// there, in the same pass. On a heap changed since the recording -- a new
+// reference into X from its own part -- a dead X could pass for live: the
+// set is emptied when a generation pass begins
+// (collector_forget_live_structures), so the first pass to meet X from then
+// on explores it again; the ones after it, until the next generation pass,
+// stop at X.
+struct LiveStructure {
+    PyObject *op;        // compared only, never dereferenced: it may have died since
+    PyTypeObject *type;  // compared only, with the type of the object found at op
+    uint32_t back_references;
+    uint32_t objects;    // explored in its subtree when recorded (which ones are kept)
+};
+
+// Structures whose subtree has fewer objects are not recorded: leaving them
+// unexplored would save less than a pass's fixed costs.
+constexpr size_t kLiveStructureObjects = 8192;
+
+class LiveStructures {
+public:
+    static constexpr size_t kMax = 16;
+
+    bool empty() const { return count_ == 0; }
+
+    // The entry of op, alive and in a pass's graph: its address and type are
+    // a recorded structure's.
+    const LiveStructure *find(PyObject *op) const {
+        if (!(filter_ & bit(op))) {
+            return nullptr;
+        }
+        for (size_t i = 0; i < count_; i++) {
+            if (items_[i].op == op && items_[i].type == Py_TYPE(op)) {
+                return &items_[i];
+            }
+        }
+        return nullptr;
+    }
+
+    // Adds or replaces the entry of s.op; when full, s replaces the smallest
+    // entry if it is larger.
+    void add(const LiveStructure &s) {
+        size_t at = count_;
+        for (size_t i = 0; i < count_; i++) {
+            if (items_[i].op == s.op) {
+                at = i;
+            }
+        }
+        if (at == kMax) {
+            at = 0;
+            for (size_t i = 1; i < count_; i++) {
+                if (items_[i].objects < items_[at].objects) {
+                    at = i;
+                }
+            }
+            if (items_[at].objects >= s.objects) {
+                return;
+            }
+        }
+        items_[at] = s;
+        count_ = std::max(count_, at + 1);
+        refilter();
+    }
+
+    void remove(PyObject *op) {
+        for (size_t i = 0; i < count_; i++) {
+            if (items_[i].op == op) {
+                items_[i] = items_[--count_];
+                refilter();
+                return;
+            }
+        }
+    }
+
+    void clear() {
+        count_ = 0;
+        filter_ = 0;
+    }
+
+private:
+    // One bit per address class: most nodes a pass adds are rejected by one test.
+    static uint64_t bit(PyObject *op) { return uint64_t{1} << ((reinterpret_cast<uintptr_t>(op) >> 4) & 63); }
+
+    void refilter() {
+        filter_ = 0;
+        for (size_t i = 0; i < count_; i++) {
+            filter_ |= bit(items_[i].op);
+        }
+    }
+
+    LiveStructure items_[kMax] = {};
+    size_t count_ = 0;
+    uint64_t filter_ = 0;
+};
+
 // A pass's scratch memory. Every array is touched fresh by a full pass (their
 // memory goes back when it ends), and every fresh page faults: hence the
 // compact nodes, edges and indexes, and the room made up front (HeapGraph::expect;
@@ -129,8 +239,19 @@ struct Pass {
     PodArray<Pending> pending;   // references queued by the traversal callback
     PodArray<Pending> merged;    // single-reference objects to explore as part of `source`
     PodArray<uint32_t> stack;    // liveness propagation
+    // Per node, the node whose references led to it (kNone for a seed),
+    // which is always an earlier node; record_live_structures turns it into
+    // each node's recorded structure.
+    PodArray<uint32_t> discoverer;
+    PodArray<uint32_t> merged_into;  // per node, the objects explored as part of it
+    PodArray<uint32_t> subtree;   // record_live_structures
+    PodArray<uint32_t> deferred;  // nodes left unexpanded as live structures
     ChunkSeeds seeds;            // the current chunk of seeds (explore)
     uint32_t current = 0;        // the node whose references are being queued
+    size_t next_node = 0;        // the next node to expand (explore)
+    size_t next_seed = 0;        // the next holder slot to seed (explore)
+    bool defer = false;          // whether live structures are left unexplored
+    LiveStructures live_structures;  // kept from pass to pass
 
     void reset(size_t limit) {
         graph.reset(limit);
@@ -140,6 +261,9 @@ struct Pass {
         pending.clear();
         merged.clear();
         stack.clear();
+        discoverer.clear();
+        merged_into.clear();
+        deferred.clear();
     }
 
     void release_memory() {
@@ -149,6 +273,10 @@ struct Pass {
         pending.release();
         merged.release();
         stack.release();
+        discoverer.release();
+        merged_into.release();
+        subtree.release();
+        deferred.release();
     }
 };
 
@@ -269,6 +397,7 @@ bool explore_as_part(Pass &pass, PyObject *child, visitproc visit) {
         return false;
     }
     if (pass.graph.charge_merged()) {  // past the budget it stays unexplored: live
+        pass.merged_into[pass.current]++;
         visit_referents(child, visit, &pass, queue_entry);
     }
     return true;
@@ -290,6 +419,21 @@ int explore_entry(PyObject *entry, void *arg) {
 // until they are used. The distance was chosen by bench/bench_collector.py
 // (docs/collector.md).
 constexpr size_t kPrefetchDistance = 64;
+
+// Records who discovered a new node, and marks it deferred when it is a
+// live structure (LiveStructures). False when out of memory.
+bool note_new_node(Pass &pass, uint32_t node, uint32_t discoverer) {
+    if (!pass.discoverer.push(discoverer) || !pass.merged_into.push(0)) {
+        return false;
+    }
+    GraphNode &n = pass.graph.nodes[node];
+    if (pass.defer && !pass.live_structures.empty() && !(n.flags & NODE_BY_HOLDER) &&
+        pass.live_structures.find(n.op) != nullptr) {
+        n.flags |= NODE_DEFERRED;
+        return pass.deferred.push(node);
+    }
+    return true;
+}
 
 // Turns queued references into edges.
 //
@@ -320,9 +464,12 @@ void process_pending(Pass &pass) {
         }
         if (explored_as_part(p.child)) {
             // Past the budget it stays unexplored, so what it references is live.
-            if (g.charge_merged() && !pass.merged.push(p)) {
-                g.out_of_memory = true;
-                return;
+            if (g.charge_merged()) {
+                if (!pass.merged.push(p)) {
+                    g.out_of_memory = true;
+                    return;
+                }
+                pass.merged_into[p.source]++;
             }
             continue;
         }
@@ -347,6 +494,10 @@ void process_pending(Pass &pass) {
                 return;
             }
             continue;  // past the budget: not a node, so live
+        }
+        if (added && !note_new_node(pass, node, pending[i].source)) {
+            g.out_of_memory = true;
+            return;
         }
         if (!g.add_edge(pending[i].source, node)) {
             g.out_of_memory = true;
@@ -381,6 +532,9 @@ bool add_seeds(Pass &pass, const std::vector<Holder *> &holders, size_t *next_se
             }
             *next_seed = end;  // budget spent: the rest stay unexplored
             return true;
+        }
+        if (added && !note_new_node(pass, node, HeapGraph::kNone)) {
+            return false;
         }
         pass.seeds.add(h->code, h, node);
         if (h->size != 0) {
@@ -466,12 +620,16 @@ bool add_map_seeds(Pass &pass, MapCursor *cursor) {
             continue;  // a key that is never a node is live: so is its entry
         }
         bool fresh = false;
-        if (g.intern(key, &fresh) == HeapGraph::kNone) {
+        uint32_t node = g.intern(key, &fresh);
+        if (node == HeapGraph::kNone) {
             if (g.out_of_memory) {
                 return false;
             }
             cursor->maps_left = 0;  // budget spent: the rest stay unexplored
             return true;
+        }
+        if (fresh && !note_new_node(pass, node, HeapGraph::kNone)) {
+            return false;
         }
         added++;
     }
@@ -527,22 +685,24 @@ bool ready_holder_node(GraphNode &node) {
     return true;
 }
 
-// Explores from the codes of holders[first, end), then from the keys of the
-// ephemeron entries `maps` says: nodes are traversed in order, their
-// references queued, and the queue processed in batches (which adds the nodes
-// traversed next); a new chunk of seeds once all is explored.
+// Explores from the codes of holders[pass.next_seed, end), then from the
+// keys of the ephemeron entries `map_cursor` says: nodes are traversed in
+// order from pass.next_node, their references queued, and the queue
+// processed in batches (which adds the nodes traversed next); a new chunk of
+// seeds once all is explored. Deferred nodes stay unexpanded.
 constexpr size_t kBatch = 512;
 
-bool explore(Pass &pass, const std::vector<Holder *> &holders, size_t first, size_t end, MapCursor &map_cursor) {
+bool explore(Pass &pass, const std::vector<Holder *> &holders, size_t end, MapCursor &map_cursor) {
     HeapGraph &g = pass.graph;
-    size_t next = 0;
-    size_t next_seed = first;
+    size_t &next = pass.next_node;
+    size_t &next_seed = pass.next_seed;
     for (;;) {
         while (next < g.nodes.size() && pass.pending.size() < kBatch && !g.out_of_memory) {
             if (next + kNodePrefetch < g.nodes.size()) {
                 prefetch_for_traversal(g.nodes[next + kNodePrefetch]);
             }
-            if ((g.nodes[next].flags & NODE_BY_HOLDER) && !ready_holder_node(g.nodes[next])) {
+            if ((g.nodes[next].flags & (NODE_BY_HOLDER | NODE_DEFERRED)) &&
+                ((g.nodes[next].flags & NODE_DEFERRED) || !ready_holder_node(g.nodes[next]))) {
                 next++;
                 continue;
             }
@@ -577,17 +737,57 @@ bool explore(Pass &pass, const std::vector<Holder *> &holders, size_t first, siz
     return true;
 }
 
-// Every edge is a reference from an explored node: it is not an outside one.
-void count_internal_references(HeapGraph &g) {
-    for (size_t e = 0; e < g.edges.size(); e++) {
+// Every edge from `*counted` on is a reference from an explored node: it is
+// not an outside one.
+void count_internal_references(HeapGraph &g, size_t *counted) {
+    for (size_t e = *counted; e < g.edges.size(); e++) {
         g.nodes[g.edges[e].target].unexplained--;
+    }
+    *counted = g.edges.size();
+}
+
+// Explores (explore), then settles the deferred nodes (LiveStructures): one
+// whose references the graph leaves unexplained number no more than those
+// its unexplored part may hold may have died, so it is expanded now, and
+// exploration goes on from it -- which can explain references of other
+// deferred nodes, so all are looked at again until none is expanded. Counts
+// the internal references on the way. False when out of memory.
+bool explore_and_count(Pass &pass, const std::vector<Holder *> &holders, size_t end, MapCursor &map_cursor) {
+    HeapGraph &g = pass.graph;
+    size_t counted = 0;
+    for (;;) {
+        if (!explore(pass, holders, end, map_cursor)) {
+            return false;
+        }
+        count_internal_references(g, &counted);
+        bool expanded = false;
+        for (size_t i = 0; i < pass.deferred.size(); i++) {
+            uint32_t d = pass.deferred[i];
+            GraphNode &node = g.nodes[d];
+            if (!(node.flags & NODE_DEFERRED)) {
+                continue;
+            }
+            const LiveStructure *s = pass.live_structures.find(node.op);
+            if (s != nullptr && node.unexplained > static_cast<int32_t>(s->back_references)) {
+                continue;  // live as when recorded: stays unexplored
+            }
+            pass.live_structures.remove(node.op);  // this pass records it again if still live
+            node.flags &= ~NODE_DEFERRED;
+            pass.current = d;
+            traverse_node(pass, node);  // not a code object (never recorded)
+            node.flags |= NODE_EXPANDED;
+            expanded = true;
+        }
+        if (!expanded) {
+            return true;
+        }
     }
 }
 
 // Roots are nodes referenced from outside the graph or never expanded; every
-// node reachable from a root, along real and virtual edges, is live.
+// node reachable from a root, along real and virtual edges, is live. The
+// internal references are counted already (explore_and_count).
 bool propagate_liveness(HeapGraph &g, PodArray<uint32_t> &stack) {
-    count_internal_references(g);
     // Each root is drained before the next is looked at, so the stack holds
     // one search's frontier, not every root at once.
     for (size_t i = 0; i < g.nodes.size(); i++) {
@@ -613,6 +813,72 @@ bool propagate_liveness(HeapGraph &g, PodArray<uint32_t> &stack) {
         }
     }
     return true;
+}
+
+// Whether node i of a finished analysis may be recorded as a live structure:
+// expanded, referenced from outside the graph, not a code object (what
+// passes decide about), with at least kLiveStructureObjects objects explored
+// in its subtree.
+bool may_be_live_structure(const GraphNode &node, uint32_t subtree) {
+    return subtree >= kLiveStructureObjects && (node.flags & NODE_EXPANDED) && node.unexplained > 0 &&
+           !(node.flags & NODE_BY_HOLDER) && !PyCode_Check(node.op);
+}
+
+// Records the largest structures the pass found live (LiveStructures): the
+// topmost nodes that may_be_live_structure, each with the edges into it
+// from its subtree. A node's subtree: itself, the nodes it discovered, theirs,
+// and so on, with the objects explored as part of each (every node was
+// discovered by an earlier one, so one backward sweep sums them). Runs after propagate_liveness, before anything is detached.
+void record_live_structures(Pass &pass) {
+    const HeapGraph &g = pass.graph;
+    size_t n = g.nodes.size();
+    if (g.explored() < kLiveStructureObjects || g.budget_exhausted || pass.discoverer.size() != n ||
+        !pass.subtree.assign_bytes(n, 0)) {
+        return;
+    }
+    PodArray<uint32_t> &subtree = pass.subtree;
+    PodArray<uint32_t> &structure_of = pass.discoverer;  // rewritten in place, front to back
+    for (size_t i = n; i-- > 0;) {
+        subtree[i] += 1 + pass.merged_into[i];
+        if (structure_of[i] != HeapGraph::kNone) {
+            subtree[structure_of[i]] += subtree[i];
+        }
+    }
+    // Each node's topmost recordable ancestor (itself included), or kNone:
+    // its discoverer's entry already holds the discoverer's.
+    PodArray<uint32_t> &recorded = pass.stack;  // free after propagate_liveness
+    recorded.clear();
+    for (size_t i = 0; i < n; i++) {
+        uint32_t d = structure_of[i];
+        uint32_t top = d != HeapGraph::kNone ? structure_of[d] : HeapGraph::kNone;
+        if (top == HeapGraph::kNone && may_be_live_structure(g.nodes[i], subtree[i])) {
+            top = static_cast<uint32_t>(i);
+            if (!recorded.push(top)) {
+                return;
+            }
+        }
+        structure_of[i] = top;
+    }
+    size_t count = recorded.size();
+    for (size_t r = 0; r < count; r++) {
+        if (!recorded.push(subtree[recorded[r]])) {  // recorded[count + r]: its size
+            return;
+        }
+        subtree[recorded[r]] = 0;  // now its back references
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint32_t top = structure_of[i];
+        if (top == HeapGraph::kNone) {
+            continue;
+        }
+        for (uint32_t e = g.nodes[i].first_edge; e != HeapGraph::kNone; e = g.edges[e].next) {
+            subtree[top] += g.edges[e].target == top;
+        }
+    }
+    for (size_t r = 0; r < count; r++) {
+        PyObject *op = g.nodes[recorded[r]].op;
+        pass.live_structures.add(LiveStructure{op, Py_TYPE(op), subtree[recorded[r]], recorded[count + r]});
+    }
 }
 
 // Detaches the holders of unreachable codes and removes the ephemeron entries
@@ -764,7 +1030,13 @@ Py_ssize_t run_pass(PassKind kind, MapSeeds maps, size_t first, size_t end, size
     bool ok = pass.graph.expect(seeds < node_budget ? seeds : node_budget, first, end);
     // Analysis: from here to detach_garbage nothing runs Python code, nothing
     // allocates a Python object, and no reference count changes.
-    ok = ok && explore(pass, r->holders, first, end, map_cursor) && propagate_liveness(pass.graph, pass.stack);
+    pass.next_node = 0;
+    pass.next_seed = first;
+    pass.defer = kind == PassKind::kSlice;  // collect() explores everything
+    ok = ok && explore_and_count(pass, r->holders, end, map_cursor) && propagate_liveness(pass.graph, pass.stack);
+    if (ok) {
+        record_live_structures(pass);
+    }
     if (scan != nullptr) {
         save_map_scan(map_cursor, scan);  // before detaching, which may free maps
     }
@@ -895,6 +1167,12 @@ int collector_set_budget(Py_ssize_t nodes) {
 bool collector_running() { return state.running; }
 
 void collector_relist_module_dicts() { state.relist_module_dicts = true; }
+
+void collector_forget_live_structures() {
+    if (state.scratch != nullptr) {
+        state.scratch->pass.live_structures.clear();
+    }
+}
 
 void collector_release_scratch() {
     if (!state.running) {

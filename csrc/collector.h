@@ -159,6 +159,16 @@ void collector_after_fork_child();
 // good share of a slice.
 void collector_relist_module_dicts();
 
+// Automatic passes leave the large structures a recent pass found live
+// unexplored, as long as their reference counts say they are still live
+// (LiveStructures, collector.cpp). This forgets them: the next pass to meet
+// one explores it again. Automatic collection calls it when a generation
+// pass begins, so that a structure that died in a way the counts cannot
+// tell is explored by the next pass to meet it from then on: the
+// generation pass's bound holds, and a sweep that follows finds the caches
+// that died old with it.
+void collector_forget_live_structures();
+
 // Frees the scratch memory (internals_shutdown); a later pass makes it again.
 // No-op while a pass runs.
 void collector_release_scratch();
