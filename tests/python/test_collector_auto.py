@@ -298,6 +298,22 @@ def test_a_generation_pass_lists_the_module_dicts_anew():
     assert nodes < 100, f"the module's globals were explored ({nodes} objects)"
 
 
+def automatic_passes_explored():
+    """A gc.callbacks entry placed after coextra's, and the list of objects
+    each automatic pass explored that it fills."""
+    explored = []
+    seen = [coextra.stats()["auto_collections"]]
+
+    def after_ours(phase, info):
+        if phase == "start":
+            s = coextra.stats()
+            if s["auto_collections"] != seen[0]:
+                seen[0] = s["auto_collections"]
+                explored.append(s["last_nodes"])
+
+    return after_ours, explored
+
+
 class MapKey:
     pass
 
@@ -313,16 +329,7 @@ def test_a_map_scan_goes_in_slices_and_finds_the_keys_that_died_old():
     for k in keys:
         table[k] = [k]  # the value references its key
     assert coextra.collect() == 0  # every entry old: no generation pass examines them
-    explored = []
-    seen = [coextra.stats()["auto_collections"]]
-
-    def after_ours(phase, info):
-        if phase == "start":
-            s = coextra.stats()
-            if s["auto_collections"] != seen[0]:
-                seen[0] = s["auto_collections"]
-                explored.append(s["last_nodes"])
-
+    after_ours, explored = automatic_passes_explored()
     collections = [0]
 
     def half_dropped():
@@ -342,22 +349,6 @@ def test_a_map_scan_goes_in_slices_and_finds_the_keys_that_died_old():
     finally:
         gc.callbacks.remove(after_ours)
         table.clear()
-
-
-def automatic_passes_explored():
-    """A gc.callbacks entry placed after coextra's, and the list of objects
-    each automatic pass explored that it fills."""
-    explored = []
-    seen = [coextra.stats()["auto_collections"]]
-
-    def after_ours(phase, info):
-        if phase == "start":
-            s = coextra.stats()
-            if s["auto_collections"] != seen[0]:
-                seen[0] = s["auto_collections"]
-                explored.append(s["last_nodes"])
-
-    return after_ours, explored
 
 
 def shared_structure(size: int) -> list:
