@@ -124,18 +124,17 @@ private:
 // explore all of it, each slice again.
 //
 // A structure is a node X that a pass found referenced from outside its
-// graph, with the nodes it discovered first (its subtree in the order of
-// discovery: everything reachable only through X is in it). Leaving X
-// unexpanded makes X a root and what its unexplored part references roots
-// too: never less live than exploring it, so always sound. It is also what
-// the full pass would decide as long as X is still live, and a later pass
-// checks that from its own counts: X's references not explained by that
-// pass's graph are the outside ones plus those from X's unexplored part,
-// which on the same heap are at most `back_references`, the edges into X
-// from its subtree when it was recorded (a reference from outside the
-// subtree makes X live anyway). So when X's unexplained count exceeds
-// back_references, X is left unexpanded; otherwise it is expanded then and
-// there, in the same pass. On a heap changed since the recording -- a new
+// graph, with many objects in its subtree (the nodes it discovered first,
+// theirs, and so on). Leaving X unexpanded makes X a root and what its
+// unexplored part references roots too: never less live than exploring it,
+// so always sound. It is also what the full pass would decide as long as X
+// has a reference from outside, and a later pass checks that from its own
+// counts: X's references not explained by that pass's graph are the outside
+// ones plus those from X's unexplored part, which is reached from X, so on
+// the same heap they are at most `back_references`, the edges into X from
+// everything X reached when it was recorded. So when X's unexplained count
+// exceeds back_references, X is left unexpanded; otherwise it is expanded
+// then and there, in the same pass. On a heap changed since the recording -- a new
 // reference into X from its own part -- a dead X could pass for live: the
 // set is emptied when a generation pass begins
 // (collector_forget_live_structures), so the first pass to meet X from then
@@ -826,7 +825,8 @@ bool may_be_live_structure(const GraphNode &node, uint32_t subtree) {
 
 // Records the largest structures the pass found live (LiveStructures): the
 // topmost nodes that may_be_live_structure, each with the edges into it
-// from its subtree. A node's subtree: itself, the nodes it discovered, theirs,
+// from everything it reaches -- unless it reaches a node left unexpanded,
+// or more than twice its subtree (too entangled to be worth the search). A node's subtree: itself, the nodes it discovered, theirs,
 // and so on, with the objects explored as part of each (every node was
 // discovered by an earlier one, so one backward sweep sums them). Runs after propagate_liveness, before anything is detached.
 void record_live_structures(Pass &pass) {
@@ -859,25 +859,50 @@ void record_live_structures(Pass &pass) {
         }
         structure_of[i] = top;
     }
-    size_t count = recorded.size();
+    if (recorded.size() > LiveStructures::kMax) {  // the largest ones
+        std::partial_sort(&recorded[0], &recorded[0] + LiveStructures::kMax, &recorded[0] + recorded.size(),
+                          [&](uint32_t a, uint32_t b) { return subtree[a] > subtree[b]; });
+    }
+    size_t count = std::min(recorded.size(), LiveStructures::kMax);
+    // The references into each from everything it reaches, by a search over
+    // the graph from it; stamps in structure_of (no longer needed), the
+    // search's stack in pass.deferred (explore_and_count is over).
+    for (size_t i = 0; i < n; i++) {
+        structure_of[i] = HeapGraph::kNone;
+    }
     for (size_t r = 0; r < count; r++) {
-        if (!recorded.push(subtree[recorded[r]])) {  // recorded[count + r]: its size
+        uint32_t x = recorded[r];
+        uint32_t back_references = 0;
+        size_t reached = 0;
+        size_t limit = 2 * static_cast<size_t>(subtree[x]) + 64;
+        bool known = true;  // every node it reaches expanded, and not too many
+        PodArray<uint32_t> &stack = pass.deferred;
+        stack.clear();
+        structure_of[x] = static_cast<uint32_t>(r);
+        if (!stack.push(x)) {
             return;
         }
-        subtree[recorded[r]] = 0;  // now its back references
-    }
-    for (size_t i = 0; i < n; i++) {
-        uint32_t top = structure_of[i];
-        if (top == HeapGraph::kNone) {
-            continue;
+        while (known && !stack.empty()) {
+            uint32_t node = stack.pop();
+            if (!(g.nodes[node].flags & NODE_EXPANDED) || ++reached > limit) {
+                known = false;
+                break;
+            }
+            for (uint32_t e = g.nodes[node].first_edge; e != HeapGraph::kNone; e = g.edges[e].next) {
+                uint32_t target = g.edges[e].target;
+                back_references += target == x;
+                if (structure_of[target] != r) {
+                    structure_of[target] = static_cast<uint32_t>(r);
+                    if (!stack.push(target)) {
+                        return;
+                    }
+                }
+            }
         }
-        for (uint32_t e = g.nodes[i].first_edge; e != HeapGraph::kNone; e = g.edges[e].next) {
-            subtree[top] += g.edges[e].target == top;
+        if (known) {
+            PyObject *op = g.nodes[x].op;
+            pass.live_structures.add(LiveStructure{op, Py_TYPE(op), back_references, subtree[x]});
         }
-    }
-    for (size_t r = 0; r < count; r++) {
-        PyObject *op = g.nodes[recorded[r]].op;
-        pass.live_structures.add(LiveStructure{op, Py_TYPE(op), subtree[recorded[r]], recorded[count + r]});
     }
 }
 

@@ -375,10 +375,10 @@ def test_a_large_structure_found_live_is_not_explored_again_by_automatic_passes(
     after_ours, explored = automatic_passes_explored()
     gc.callbacks.append(after_ours)
     try:
-        dropped = attach_sharing(2_000, shared, "u")
+        more = attach_sharing(2_000, shared, "t")
+        dropped = attach_sharing(2_000, shared, "u")  # the youngest: the first slices'
         refs = [weakref.ref(f.__code__) for f in dropped]
         del dropped
-        more = attach_sharing(2_000, shared, "t")
         for _ in range(100):
             gc.collect(0)
         assert explored, "young passes ran"
