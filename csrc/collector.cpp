@@ -988,8 +988,14 @@ MapCursor resume_map_scan(const MapScanCursor &scan, size_t slots) {
     MapCursor cursor{MapSeeds::kAll, std::min(scan.maps_left, maps.size()), scan.slot, slots};
     if (cursor.maps_left != 0) {
         const EphemeronMap *m = maps[cursor.maps_left - 1];
-        if (cursor.maps_left != scan.maps_left || m->slots != scan.table || m->mask != scan.mask) {
-            cursor.slot = 0;
+        if (cursor.maps_left != scan.maps_left) {
+            cursor.slot = 0;  // another map came to this index
+        } else if (m->slots != scan.table || m->mask != scan.mask) {
+            // Rehashed: go on at the same share of the table. An entry moved
+            // across the cursor is seen twice or waits for the next scan;
+            // starting over instead would never end a scan of a table that
+            // resizes between most slices.
+            cursor.slot = scan.mask == 0 ? 0 : cursor.slot * (m->mask + 1) / (scan.mask + 1);
         }
     }
     return cursor;

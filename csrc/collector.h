@@ -61,8 +61,9 @@ struct MapScans {
 // each table from its first slot up. `maps_left` counts the maps not
 // finished: the current one is maps[maps_left - 1]. `table` and `mask` are
 // its table's when the previous slice ended, compared only (never
-// dereferenced): a map freed or a table resized since then makes the scan
-// start that index's table over, so no entry present throughout is skipped.
+// dereferenced): a map freed since then makes the scan start that index's
+// table over; a table rehashed, go on at the same share of the new table
+// (an entry the rehash moved across the cursor waits for the next scan).
 struct MapScanCursor {
     size_t maps_left = 0;
     size_t slot = 0;

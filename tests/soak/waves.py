@@ -43,9 +43,13 @@ import statistics
 import sys
 import time
 import weakref
+from pathlib import Path
 
 import coextra
 from coextra import evalframe
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from bench_collector import Pauses  # noqa: E402  (coextra's whole callback, CPython's collections)
 from coextra.stress._memory import rss_bytes
 
 FLOOR = 2_000
@@ -128,34 +132,6 @@ class Wave:
         self.functions.clear()
 
 
-class Pauses:
-    """The longest automatic pause -- coextra's whole callback, all the
-    slices it ran, between gc.callbacks entries placed around it -- and
-    CPython's longest collection, from the entry after it to the "stop"."""
-
-    def __init__(self) -> None:
-        self.coextra_seconds = self.gc_seconds = 0.0
-        self._before_ours = self._after_ours = 0.0
-        ours = next(i for i, c in enumerate(gc.callbacks) if "coextra" in repr(c))
-        gc.callbacks.insert(ours + 1, self._after)
-        gc.callbacks.insert(ours, self._before)
-
-    def _before(self, phase, info) -> None:
-        self._before_ours = time.perf_counter()
-
-    def _after(self, phase, info) -> None:
-        now = time.perf_counter()
-        if phase == "start":
-            self._after_ours = now
-            self.coextra_seconds = max(self.coextra_seconds, now - self._before_ours)
-        else:
-            self.gc_seconds = max(self.gc_seconds, now - self._after_ours)
-
-    def close(self) -> None:
-        gc.callbacks.remove(self._before)
-        gc.callbacks.remove(self._after)
-
-
 def lifetime(rng: random.Random) -> int:
     draw = rng.random()
     if draw < 0.5:
@@ -198,7 +174,7 @@ def main() -> int:
     payload = bytes(PAYLOAD)
     deaths = Deaths()
     table = coextra.EphemeronMap()
-    pauses = Pauses() if not args.no_auto else None
+    pauses = Pauses().__enter__() if not args.no_auto else None
     persistent = Wave(0, PERSISTENT, payload, table, deaths)
     alive: list[tuple[int, Wave]] = []  # (the wave number it is dropped after, wave)
     failures: list[str] = []
@@ -252,8 +228,8 @@ def main() -> int:
                    "latency_max_s": max(latencies, default=0.0),
                    "rss_mib": (rss_bytes() or 0) / 2**20,
                    "auto_share": (stats["auto_seconds"] - auto_mark) / (now - last_report),
-                   "max_pause_s": pauses.coextra_seconds if pauses else 0.0,
-                   "gc_max_s": pauses.gc_seconds if pauses else 0.0}
+                   "max_pause_s": pauses.coextra_max if pauses else 0.0,
+                   "gc_max_s": pauses.gc_max if pauses else 0.0}
             reports.append(row)
             print(f"| {row['minutes']:.1f} | {row['waves']} | {row['holders']:,} | {row['map_entries']:,} "
                   f"| {row['dead_promised']:,} ({row['bound']:,}) / {row['dead_all']:,} "
@@ -299,9 +275,9 @@ def main() -> int:
                         f"{stats['entries_alive']} entries, "
                         f"{stats['ephemeron_entries_alive']} ephemeron entries")
     if pauses:
-        pauses.close()
-        print(f"longest automatic pause {pauses.coextra_seconds * 1e3:.1f} ms, "
-              f"CPython's longest collection {pauses.gc_seconds * 1e3:.1f} ms")
+        pauses.__exit__(None, None, None)
+        print(f"longest automatic pause {pauses.coextra_max * 1e3:.1f} ms, "
+              f"CPython's longest collection {pauses.gc_max * 1e3:.1f} ms")
     print(f"\n{wave_number:,} waves in {(time.perf_counter() - start) / 60:.1f} minutes, "
           f"automatic collection {'off' if args.no_auto else 'on'}, seed {args.seed}")
     for failure in failures:
