@@ -870,11 +870,15 @@ void record_live_structures(Pass &pass) {
     for (size_t i = 0; i < n; i++) {
         structure_of[i] = HeapGraph::kNone;
     }
+    // The searches together visit at most about a quarter of the graph: in
+    // a pass over a heap of millions of objects, recording costs a small
+    // share of what exploring did.
+    size_t work_left = n / 4 + 4 * kLiveStructureObjects;
     for (size_t r = 0; r < count; r++) {
         uint32_t x = recorded[r];
         uint32_t back_references = 0;
         size_t reached = 0;
-        size_t limit = 2 * static_cast<size_t>(subtree[x]) + 64;
+        size_t limit = std::min(2 * static_cast<size_t>(subtree[x]) + 64, work_left);
         bool known = true;  // every node it reaches expanded, and not too many
         PodArray<uint32_t> &stack = pass.deferred;
         stack.clear();
@@ -899,6 +903,7 @@ void record_live_structures(Pass &pass) {
                 }
             }
         }
+        work_left -= std::min(work_left, reached);
         if (known) {
             PyObject *op = g.nodes[x].op;
             pass.live_structures.add(LiveStructure{op, Py_TYPE(op), back_references, subtree[x]});
