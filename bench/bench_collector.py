@@ -35,8 +35,15 @@
 5. Pauses: while attaching 100k and 1M live holders, the longest automatic
    pass beside the longest collection CPython itself ran meanwhile (timed by
    callbacks placed around coextra's in gc.callbacks).
+6. Pauses over large live heaps, each built with automatic collection on and
+   then run for 40 rounds that attach and drop a wave of caches and map
+   entries and call gc.collect() every fourth: 100k holders whose products
+   all reference one shared structure of 500k objects, and 1M holders beside
+   1M EphemeronMap entries. Reported: the longest automatic pause beside
+   CPython's longest collection in the same run (target <= 2 ms), and the
+   share of the run in automatic passes. --pauses-only runs this alone.
 
-    python bench/bench_collector.py [--quick] [--rounds 5] [--heaps 3] [--json FILE]
+    python bench/bench_collector.py [--quick] [--rounds 5] [--heaps 3] [--pauses-only] [--json FILE]
 """
 
 from __future__ import annotations
@@ -261,6 +268,102 @@ def pauses_while_attaching(n: int) -> dict:
     return {"holders": n, "coextra_s": p.coextra_max, "gc_s": p.gc_max, "gc2_s": p.gc2_max}
 
 
+class Key:
+    """An ephemeron map key (weakly referenceable)."""
+
+    __slots__ = ("__weakref__",)
+
+
+def pauses_of_shapes(holders: int, entries: int, shared_size: int, churn_rounds: int) -> dict:
+    """The longest automatic pause beside CPython's longest collection, in
+    one run over a large live heap: `holders` live holders, `entries` live
+    EphemeronMap entries whose values reference their keys, and every
+    product referencing one shared structure of `shared_size` objects (none
+    when 0). The heap is built with automatic collection on, then the
+    program goes on: rounds that attach and drop a wave of caches and map
+    entries (so caches die, and every generation and sweep runs), allocate,
+    and call gc.collect() every fourth round."""
+    import weakref
+
+    coextra.reset()
+    gc.collect()
+    coextra.set_auto_collect(True)
+    shared = [[i] for i in range(shared_size - 1)] if shared_size else None
+    table = coextra.EphemeronMap()
+    before = coextra.stats()
+    dead_after_collect = 0
+    t0 = time.perf_counter()
+    with Pauses() as p:
+        functions = make_functions(holders)
+        for i, f in enumerate(functions):
+            coextra.attach(f, [f, shared] if shared is not None else [f, i])
+        keys = [Key() for _ in range(entries)]
+        for k in keys:
+            table[k] = (k, shared)
+        built = time.perf_counter() - t0
+        for round_ in range(churn_rounds):
+            wave = make_functions(500, start=holders + 500 * round_)
+            wave_keys = [Key() for _ in range(500)]
+            for f, k in zip(wave, wave_keys):
+                coextra.attach(f, [f, shared])
+                table[k] = (k, f)
+            dropped = [weakref.ref(f.__code__) for f in wave]
+            del wave, wave_keys, f, k
+            garbage = [[j] for j in range(20_000)]
+            del garbage
+            if round_ % 4 == 3:
+                gc.collect()
+                dead_after_collect = max(dead_after_collect, sum(r() is not None for r in dropped))
+    elapsed = time.perf_counter() - t0
+    after = coextra.stats()
+    del functions, keys, shared
+    table.clear()
+    coextra.reset()
+    gc.collect()
+    return {"holders": holders, "entries": entries, "shared_objects": shared_size,
+            "churn_rounds": churn_rounds, "build_s": built, "seconds": elapsed,
+            "coextra_s": p.coextra_max, "gc_s": p.gc_max, "gc2_s": p.gc2_max,
+            "auto_share": (after["auto_seconds"] - before["auto_seconds"]) / elapsed,
+            "dead_after_collect": dead_after_collect,
+            "map_scans": after["map_scans"] - before["map_scans"]}
+
+
+def pause_shapes(quick: bool) -> list[dict]:
+    """Section 6: a shared structure, then holders beside map entries."""
+    make_a_cache_die()  # a program whose caches die: every rule of automatic collection runs
+    if quick:
+        return [pauses_of_shapes(20_000, 0, 100_000, 16), pauses_of_shapes(100_000, 100_000, 0, 16)]
+    return [pauses_of_shapes(100_000, 0, 500_000, 40), pauses_of_shapes(1_000_000, 1_000_000, 0, 40)]
+
+
+def describe_shape(p: dict) -> str:
+    if p["shared_objects"]:
+        return f"{p['holders']:,} holders, every product reaching {p['shared_objects']:,} shared objects"
+    return f"{p['holders']:,} holders, {p['entries']:,} map entries"
+
+
+def print_pause_shapes(shapes: list[dict]) -> None:
+    print("| large live heap, then rounds of waves | longest automatic pause (target <= 2 ms) "
+          "| CPython's longest collection in the same run | in automatic passes | run |")
+    print("|---|---:|---:|---:|---:|")
+    for p in shapes:
+        print(f"| {describe_shape(p)} | **{p['coextra_s'] * 1e3:.1f} ms** | {p['gc_s'] * 1e3:.1f} ms "
+              f"| {p['auto_share']:.1%} | {p['seconds']:.1f} s |")
+    print()
+
+
+def pause_shape_groups(shapes: list[dict]) -> list[dict]:
+    return [{"title": f"{describe_shape(p)}: the longest pause", "unit": "ms",
+             "reference": "CPython's longest collection in the same run",
+             "results": {"CPython's longest collection in the same run": p["gc_s"] * 1e3,
+                         "coextra's longest automatic pass": p["coextra_s"] * 1e3}} for p in shapes]
+
+
+def pause_shape_checks(shapes: list[dict]) -> list[dict]:
+    return [{"what": f"{describe_shape(p)}: the longest automatic pause, in ms (target <= 2)",
+             "value": p["coextra_s"] * 1e3, "passed": p["coextra_s"] <= 0.002} for p in shapes]
+
+
 def shared_structure(holders_list, shared_size: int) -> list[dict]:
     coextra.set_auto_collect(False)
     shared = [[i] for i in range(shared_size)]
@@ -291,8 +394,18 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--heaps", type=int, default=None,
                         help="heaps built per size for collect() against gc.collect() (default 3)")
+    parser.add_argument("--pauses-only", action="store_true", help="only the pauses over large live heaps")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
+    if args.pauses_only:
+        shapes = pause_shapes(args.quick)
+        print_pause_shapes(shapes)
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump({"suite": "bench_collector.py", "python": sys.version.split()[0],
+                           "groups": pause_shape_groups(shapes), "checks": pause_shape_checks(shapes),
+                           "pause_shapes": shapes}, fh, indent=2)
+        return 0
     rounds = args.rounds or (3 if args.quick else 7)
     heaps = args.heaps or (1 if args.quick else 3)
     sizes = [1_000, 10_000, 30_000] if args.quick else [1_000, 10_000, 100_000, 1_000_000]
@@ -309,6 +422,7 @@ def main() -> int:
     auto.append(auto_on_vs_off(workload, rounds))
     shared = shared_structure(shared_holders, shared_size)
     waves = waves_workload(8 if args.quick else 40, 1_500)
+    shapes = pause_shapes(args.quick)
 
     print(f"Python {sys.version.split()[0]}; best of {rounds} interleaved rounds "
           f"({heaps} heap{'s' if heaps > 1 else ''} per size for collect() against gc.collect())\n")
@@ -356,6 +470,7 @@ def main() -> int:
           f"{waves['seconds']:.2f} s | {waves['auto_seconds'] * 1e3:.0f} ms | **{waves['auto_share']:.1%}** "
           f"| {waves['auto_passes']} ({waves['auto_generation_passes']}) | {waves['worst_dead_attached']:,} |")
     print()
+    print_pause_shapes(shapes)
     print("| holders sharing one structure | shared objects | nodes explored | nodes if explored per holder | pass |")
     print("|---:|---:|---:|---:|---:|")
     for r in shared:
@@ -385,6 +500,7 @@ def main() -> int:
                         "results": {"CPython's longest collection meanwhile": p["gc_s"] * 1e3,
                                     "coextra's longest automatic pass": p["coextra_s"] * 1e3}}
                        for p in pauses]
+            groups += pause_shape_groups(shapes)
             groups += [{"title": f"{r['holders']:,} holders sharing {r['shared_objects']:,} objects: nodes",
                         "unit": "nodes", "reference": "explored per holder (if not shared)",
                         "results": {"explored per holder (if not shared)": r["nodes_if_explored_per_holder"],
@@ -406,6 +522,7 @@ def main() -> int:
             checks += [{"what": f"growth {g['from']:,} -> {g['to']:,} holders: the collector's over "
                                 "gc.collect()'s, in % (target <= 120)",
                         "value": g["relative"] * 100, "passed": g["relative"] <= 1.2} for g in growth]
+            checks += pause_shape_checks(shapes)
             per_holder = [r["nodes"] / r["holders"] for r in vs_gc]
             checks.append({"what": f"explored nodes per holder, {vs_gc[0]['holders']:,} to "
                                    f"{vs_gc[-1]['holders']:,} holders: the largest over the smallest, in % "
@@ -417,7 +534,7 @@ def main() -> int:
                        "checks": checks,
                        "rounds": rounds, "heaps": heaps, "collector_vs_gc": vs_gc,
                        "growth": growth, "auto": auto, "shared": shared, "waves": waves,
-                       "pauses": pauses},
+                       "pauses": pauses, "pause_shapes": shapes},
                       fh, indent=2)
     return 0
 

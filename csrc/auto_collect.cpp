@@ -18,8 +18,9 @@ using Clock = AutoCollectState::Clock;
 using Sweep = AutoCollectState::Sweep;
 using GenerationPass = AutoCollectState::GenerationPass;
 
-// This file's part of internals (internals.h), and three of its members.
+// This file's part of internals (internals.h), and four of its members.
 constexpr AutoCollectState &state = internals.auto_collect;
+constexpr AutoCollectState::MapScan &map_scan = internals.auto_collect.map_scan;
 constexpr AutoCollectStats &stats = internals.auto_collect.stats;
 constexpr Sweep &sweep = internals.auto_collect.sweep;
 constexpr GenerationPass &generation = internals.auto_collect.generation;
@@ -47,19 +48,11 @@ double sweep_wait(double duration, double found_per_second, size_t live) {
     return wait;
 }
 
-// Rule 1: which ephemeron entries the first slice of a generation pass seeds:
-// every entry once kSweepPace times the previous map scan's duration has gone
-// by (a scan is one pause: it is not run more often while it finds
-// entries, as the sweep is), else the young and middle ones, if any.
+// Rule 1: which ephemeron entries the first slice of a generation pass
+// seeds: the young and middle ones, if any.
 MapSeeds generation_map_seeds() {
-    if (ephemeron_entry_count() == 0) {
-        return MapSeeds::kNo;
-    }
-    const MapScans &scans = collector_map_scans();
-    if (seconds_since(scans.ended) >= kSweepPace * scans.seconds) {
-        return MapSeeds::kAll;
-    }
-    return ephemeron_generations_pending() ? MapSeeds::kGenerations : MapSeeds::kNo;
+    return ephemeron_entry_count() != 0 && ephemeron_generations_pending() ? MapSeeds::kGenerations
+                                                                          : MapSeeds::kNo;
 }
 
 // Holders a slice may seed to take about kSliceSeconds.
@@ -102,6 +95,7 @@ bool caches_died_lately() { return collector_stats().auto_detached != generation
 
 void begin_generation_pass(Registry *r, MapSeeds maps) {
     collector_relist_module_dicts();
+    collector_forget_live_structures();
     registry_begin_generation_pass(r);
     ephemeron_begin_generation_pass();
     generation = GenerationPass{true, r->pass_end, maps, 0, collector_stats().auto_detached,
@@ -220,6 +214,41 @@ Py_ssize_t run_sweep_slice(const Registry *r) {
     return slice.found;
 }
 
+// Rule 2: the map scan, one slice at a time. Not run more often while it
+// finds entries, as the sweep is: map entries say nothing of the bound on
+// holders ("Holders and map entries", auto_collect.h).
+bool map_scan_slice_due() {
+    if (map_scan.active) {
+        return Clock::now() >= map_scan.next_slice;
+    }
+    const MapScans &scans = collector_map_scans();
+    return ephemeron_entry_count() != 0 && seconds_since(scans.ended) >= kSweepPace * scans.seconds;
+}
+
+Py_ssize_t run_map_scan_slice() {
+    if (!map_scan.active) {
+        map_scan.active = true;
+        map_scan.cursor = collector_map_scan_start();
+        map_scan.seconds = 0.0;
+    }
+    size_t positions = static_cast<size_t>(kSliceMinSeeds);
+    if (map_scan.seconds_per_position > 0.0) {
+        positions = std::max(positions, static_cast<size_t>(kSliceSeconds / map_scan.seconds_per_position));
+    }
+    Py_ssize_t found = collector_collect_map_slice(&map_scan.cursor, positions, Scratch::kReleaseLarge);
+    double seconds = collector_stats().last_seconds;
+    map_scan.seconds += seconds;
+    map_scan.seconds_per_position = seconds / static_cast<double>(positions);
+    if (collector_map_scan_done(map_scan.cursor)) {
+        map_scan.active = false;
+        collector_record_map_scan(map_scan.seconds);
+    } else {
+        map_scan.next_slice = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                 std::chrono::duration<double>(kSliceSpacing * seconds));
+    }
+    return found;
+}
+
 // Rule 3: young passes on every interval-th GC pass.
 Py_ssize_t run_young_pass_if_due() {
     AutoCollectState::YoungPace &pace = state.young_pace;
@@ -270,12 +299,22 @@ Py_ssize_t auto_collect_run(Registry *r, long gc_generation) {
             begin_generation_pass(r, maps);
             generation.second_look_due = true;
             Py_ssize_t found = run_generation_slices(true, false);
+            if (found < 0) {
+                return found;
+            }
+            detached += found;
+        }
+        if (map_scan_slice_due()) {
+            Py_ssize_t found = run_map_scan_slice();
             return found < 0 ? found : detached + found;
         }
         return detached;
     }
     if (generation.active) {
         return run_generation_slices(false);
+    }
+    if (map_scan_slice_due()) {
+        return run_map_scan_slice();
     }
     if (!r->holders.empty() && sweep_slice_due(r)) {
         return run_sweep_slice(r);

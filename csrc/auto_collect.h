@@ -65,11 +65,18 @@
 //      ephemeron_map.h): the first slice of a generation pass also seeds the
 //      keys of the young and middle entries, which age with the pass (a
 //      generation pass begins for them alone when no holder is young or
-//      middle). Every entry's key instead -- a map scan, which finds the
-//      keys that died old -- once kSweepPace times the previous scan's
-//      duration has gone by. A map scan is one pass, not sliced.
+//      middle). The keys that died old are the map scan's (rule 2).
 //
-//   2. Sweep slice. Every holder is swept in slices of consecutive holders,
+//   2. Map scan slice, or else sweep slice. A map scan examines every
+//      map entry's key, in slices of consecutive table positions, each sized
+//      like a generation pass's slices (by the previous slice's time per
+//      position) and followed by at least kSliceSpacing times its duration
+//      without a slice; it finds the entries whose keys died old. One
+//      starts once kSweepPace times the previous one's duration (the sum of
+//      its slices) has gone by since it ended. A generation-2 collection
+//      runs a due slice too, after its generation pass's slices.
+//
+//      Every holder is swept in slices of consecutive holders,
 //      each sized like a generation pass's slices and followed by at least
 //      kSliceSpacing times its duration without a slice. A sweep starts once
 //      sweep_wait() has gone by since the previous one ended: kSweepPace times
@@ -194,6 +201,15 @@ struct AutoCollectState {
     uint64_t entries_removed_at_program_start = 0;
     double seconds_per_holder = 0.0;  // of the latest slice (rules 1 and 2); 0 before any
     YoungPace young_pace;
+    // Rule 2: the map scan in progress.
+    struct MapScan {
+        bool active = false;
+        MapScanCursor cursor;
+        double seconds = 0.0;           // this scan's slices so far
+        double seconds_per_position = 0.0;  // of the latest slice; 0 before any
+        Clock::time_point next_slice{};
+    };
+    MapScan map_scan;
     AutoCollectStats stats;
 };
 

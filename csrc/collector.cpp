@@ -118,6 +118,115 @@ private:
     uint32_t chunk_ = 1;  // the zeroed slots belong to chunk 0: empty
 };
 
+// Structures a pass found live, large ones, which automatic passes leave
+// unexplored when they meet them again: a slice whose few holders reach a
+// structure of many objects (a model every product shares) would otherwise
+// explore all of it, each slice again.
+//
+// A structure is a node X that a pass found referenced from outside its
+// graph, with many objects in its subtree (the nodes it discovered first,
+// theirs, and so on). Leaving X unexpanded makes X a root and what its
+// unexplored part references roots too: never less live than exploring it,
+// so always sound. It is also what the full pass would decide as long as X
+// has a reference from outside, and a later pass checks that from its own
+// counts: X's references not explained by that pass's graph are the outside
+// ones plus those from X's unexplored part, which is reached from X, so on
+// the same heap they are at most `back_references`, the edges into X from
+// everything X reached when it was recorded. So when X's unexplained count
+// exceeds back_references, X is left unexpanded; otherwise it is expanded
+// then and there, in the same pass. On a heap changed since the recording -- a new
+// reference into X from its own part -- a dead X could pass for live: the
+// set is emptied when a generation pass begins
+// (collector_forget_live_structures), so the first pass to meet X from then
+// on explores it again; the ones after it, until the next generation pass,
+// stop at X.
+struct LiveStructure {
+    PyObject *op;        // compared only, never dereferenced: it may have died since
+    PyTypeObject *type;  // compared only, with the type of the object found at op
+    uint32_t back_references;
+    uint32_t objects;    // explored in its subtree when recorded (which ones are kept)
+};
+
+// Structures whose subtree has fewer objects are not recorded: leaving them
+// unexplored would save less than a pass's fixed costs.
+constexpr size_t kLiveStructureObjects = 8192;
+
+class LiveStructures {
+public:
+    static constexpr size_t kMax = 16;
+
+    bool empty() const { return count_ == 0; }
+
+    // The entry of op, alive and in a pass's graph: its address and type are
+    // a recorded structure's.
+    const LiveStructure *find(PyObject *op) const {
+        if (!(filter_ & bit(op))) {
+            return nullptr;
+        }
+        for (size_t i = 0; i < count_; i++) {
+            if (items_[i].op == op && items_[i].type == Py_TYPE(op)) {
+                return &items_[i];
+            }
+        }
+        return nullptr;
+    }
+
+    // Adds or replaces the entry of s.op; when full, s replaces the smallest
+    // entry if it is larger.
+    void add(const LiveStructure &s) {
+        size_t at = count_;
+        for (size_t i = 0; i < count_; i++) {
+            if (items_[i].op == s.op) {
+                at = i;
+            }
+        }
+        if (at == kMax) {
+            at = 0;
+            for (size_t i = 1; i < count_; i++) {
+                if (items_[i].objects < items_[at].objects) {
+                    at = i;
+                }
+            }
+            if (items_[at].objects >= s.objects) {
+                return;
+            }
+        }
+        items_[at] = s;
+        count_ = std::max(count_, at + 1);
+        refilter();
+    }
+
+    void remove(PyObject *op) {
+        for (size_t i = 0; i < count_; i++) {
+            if (items_[i].op == op) {
+                items_[i] = items_[--count_];
+                refilter();
+                return;
+            }
+        }
+    }
+
+    void clear() {
+        count_ = 0;
+        filter_ = 0;
+    }
+
+private:
+    // One bit per address class: most nodes a pass adds are rejected by one test.
+    static uint64_t bit(PyObject *op) { return uint64_t{1} << ((reinterpret_cast<uintptr_t>(op) >> 4) & 63); }
+
+    void refilter() {
+        filter_ = 0;
+        for (size_t i = 0; i < count_; i++) {
+            filter_ |= bit(items_[i].op);
+        }
+    }
+
+    LiveStructure items_[kMax] = {};
+    size_t count_ = 0;
+    uint64_t filter_ = 0;
+};
+
 // A pass's scratch memory. Every array is touched fresh by a full pass (their
 // memory goes back when it ends), and every fresh page faults: hence the
 // compact nodes, edges and indexes, and the room made up front (HeapGraph::expect;
@@ -129,8 +238,19 @@ struct Pass {
     PodArray<Pending> pending;   // references queued by the traversal callback
     PodArray<Pending> merged;    // single-reference objects to explore as part of `source`
     PodArray<uint32_t> stack;    // liveness propagation
+    // Per node, the node whose references led to it (kNone for a seed),
+    // which is always an earlier node; record_live_structures turns it into
+    // each node's recorded structure.
+    PodArray<uint32_t> discoverer;
+    PodArray<uint32_t> merged_into;  // per node, the objects explored as part of it
+    PodArray<uint32_t> subtree;   // record_live_structures
+    PodArray<uint32_t> deferred;  // nodes left unexpanded as live structures
     ChunkSeeds seeds;            // the current chunk of seeds (explore)
     uint32_t current = 0;        // the node whose references are being queued
+    size_t next_node = 0;        // the next node to expand (explore)
+    size_t next_seed = 0;        // the next holder slot to seed (explore)
+    bool defer = false;          // whether live structures are left unexplored
+    LiveStructures live_structures;  // kept from pass to pass
 
     void reset(size_t limit) {
         graph.reset(limit);
@@ -140,6 +260,9 @@ struct Pass {
         pending.clear();
         merged.clear();
         stack.clear();
+        discoverer.clear();
+        merged_into.clear();
+        deferred.clear();
     }
 
     void release_memory() {
@@ -149,6 +272,10 @@ struct Pass {
         pending.release();
         merged.release();
         stack.release();
+        discoverer.release();
+        merged_into.release();
+        subtree.release();
+        deferred.release();
     }
 };
 
@@ -269,6 +396,7 @@ bool explore_as_part(Pass &pass, PyObject *child, visitproc visit) {
         return false;
     }
     if (pass.graph.charge_merged()) {  // past the budget it stays unexplored: live
+        pass.merged_into[pass.current]++;
         visit_referents(child, visit, &pass, queue_entry);
     }
     return true;
@@ -290,6 +418,21 @@ int explore_entry(PyObject *entry, void *arg) {
 // until they are used. The distance was chosen by bench/bench_collector.py
 // (docs/collector.md).
 constexpr size_t kPrefetchDistance = 64;
+
+// Records who discovered a new node, and marks it deferred when it is a
+// live structure (LiveStructures). False when out of memory.
+bool note_new_node(Pass &pass, uint32_t node, uint32_t discoverer) {
+    if (!pass.discoverer.push(discoverer) || !pass.merged_into.push(0)) {
+        return false;
+    }
+    GraphNode &n = pass.graph.nodes[node];
+    if (pass.defer && !pass.live_structures.empty() && !(n.flags & NODE_BY_HOLDER) &&
+        pass.live_structures.find(n.op) != nullptr) {
+        n.flags |= NODE_DEFERRED;
+        return pass.deferred.push(node);
+    }
+    return true;
+}
 
 // Turns queued references into edges.
 //
@@ -320,9 +463,12 @@ void process_pending(Pass &pass) {
         }
         if (explored_as_part(p.child)) {
             // Past the budget it stays unexplored, so what it references is live.
-            if (g.charge_merged() && !pass.merged.push(p)) {
-                g.out_of_memory = true;
-                return;
+            if (g.charge_merged()) {
+                if (!pass.merged.push(p)) {
+                    g.out_of_memory = true;
+                    return;
+                }
+                pass.merged_into[p.source]++;
             }
             continue;
         }
@@ -347,6 +493,10 @@ void process_pending(Pass &pass) {
                 return;
             }
             continue;  // past the budget: not a node, so live
+        }
+        if (added && !note_new_node(pass, node, pending[i].source)) {
+            g.out_of_memory = true;
+            return;
         }
         if (!g.add_edge(pending[i].source, node)) {
             g.out_of_memory = true;
@@ -382,6 +532,9 @@ bool add_seeds(Pass &pass, const std::vector<Holder *> &holders, size_t *next_se
             *next_seed = end;  // budget spent: the rest stay unexplored
             return true;
         }
+        if (added && !note_new_node(pass, node, HeapGraph::kNone)) {
+            return false;
+        }
         pass.seeds.add(h->code, h, node);
         if (h->size != 0) {
             __builtin_prefetch(holder_items(h)[0]);  // for traverse_seed
@@ -391,14 +544,19 @@ bool add_seeds(Pass &pass, const std::vector<Holder *> &holders, size_t *next_se
     return true;
 }
 
-// Where seeding from the ephemeron maps goes on: a map's index in
-// EphemeronState::maps and a slot of its table (MapSeeds::kAll) or an index
-// of its generations' seeds (MapSeeds::kGenerations).
+// Where seeding from the ephemeron maps goes on: the maps of
+// ephemeron_maps() not finished, from the last down (the current one is
+// maps[maps_left - 1]; MapScanCursor says why down), and a position of its
+// table (MapSeeds::kAll) or an index of its generations' seeds
+// (MapSeeds::kGenerations).
 struct MapCursor {
     MapSeeds seeds = MapSeeds::kNo;
-    size_t map = 0;
+    size_t maps_left = 0;
     size_t slot = 0;
+    size_t positions_left = SIZE_MAX;  // what a slice of a map scan may still visit
 };
+
+bool more_map_seeds(const MapCursor &cursor) { return cursor.maps_left != 0 && cursor.positions_left != 0; }
 
 // Position `slot` of m's table (kAll, or kGenerations when a generation is
 // the whole map) or its generations' seed `slot` (kGenerations): the key to
@@ -414,33 +572,39 @@ bool map_seed_key(const EphemeronMap *m, MapSeeds seeds, size_t slot, PyObject *
     return ephemeron_position_key(m, slot, key);
 }
 
-// Adds the keys of up to kSeedChunk ephemeron entries from *cursor on and
-// advances it; sets it past the last map once every key is added or the
-// budget is spent. False when out of memory.
+// Adds the keys of up to kSeedChunk ephemeron entries from *cursor on
+// (visiting at most cursor->positions_left positions) and advances it; sets it past
+// the last map once every key is added or the budget is spent. False when
+// out of memory.
 bool add_map_seeds(Pass &pass, MapCursor *cursor) {
     HeapGraph &g = pass.graph;
     const std::vector<EphemeronMap *> &maps = ephemeron_maps();
     size_t added = 0;
-    for (; cursor->map < maps.size() && added < kSeedChunk; cursor->map++, cursor->slot = 0) {
-        const EphemeronMap *m = maps[cursor->map];
+    while (added < kSeedChunk && more_map_seeds(*cursor)) {
         PyObject *key = nullptr;
-        for (; added < kSeedChunk && map_seed_key(m, cursor->seeds, cursor->slot, &key); cursor->slot++) {
-            if (key == nullptr || !is_node_candidate(key)) {
-                continue;  // a key that is never a node is live: so is its entry
-            }
-            bool fresh = false;
-            if (g.intern(key, &fresh) == HeapGraph::kNone) {
-                if (g.out_of_memory) {
-                    return false;
-                }
-                cursor->map = maps.size();  // budget spent: the rest stay unexplored
-                return true;
-            }
-            added++;
+        if (!map_seed_key(maps[cursor->maps_left - 1], cursor->seeds, cursor->slot, &key)) {
+            cursor->maps_left--;
+            cursor->slot = 0;
+            continue;
         }
-        if (added == kSeedChunk) {
-            return true;  // this map may have more: resume at cursor->slot
+        cursor->slot++;
+        cursor->positions_left--;
+        if (key == nullptr || !is_node_candidate(key)) {
+            continue;  // a key that is never a node is live: so is its entry
         }
+        bool fresh = false;
+        uint32_t node = g.intern(key, &fresh);
+        if (node == HeapGraph::kNone) {
+            if (g.out_of_memory) {
+                return false;
+            }
+            cursor->maps_left = 0;  // budget spent: the rest stay unexplored
+            return true;
+        }
+        if (fresh && !note_new_node(pass, node, HeapGraph::kNone)) {
+            return false;
+        }
+        added++;
     }
     return true;
 }
@@ -494,27 +658,24 @@ bool ready_holder_node(GraphNode &node) {
     return true;
 }
 
-// Explores from the codes of holders[first, end), then from the keys of the
-// ephemeron entries `maps` says: nodes are traversed in order, their
-// references queued, and the queue processed in batches (which adds the nodes
-// traversed next); a new chunk of seeds once all is explored.
+// Explores from the codes of holders[pass.next_seed, end), then from the
+// keys of the ephemeron entries `map_cursor` says: nodes are traversed in
+// order from pass.next_node, their references queued, and the queue
+// processed in batches (which adds the nodes traversed next); a new chunk of
+// seeds once all is explored. Deferred nodes stay unexpanded.
 constexpr size_t kBatch = 512;
 
-bool explore(Pass &pass, const std::vector<Holder *> &holders, size_t first, size_t end, MapSeeds maps) {
+bool explore(Pass &pass, const std::vector<Holder *> &holders, size_t end, MapCursor &map_cursor) {
     HeapGraph &g = pass.graph;
-    size_t next = 0;
-    size_t next_seed = first;
-    MapCursor map_cursor;
-    map_cursor.seeds = maps;
-    if (maps == MapSeeds::kNo) {
-        map_cursor.map = ephemeron_maps().size();
-    }
+    size_t &next = pass.next_node;
+    size_t &next_seed = pass.next_seed;
     for (;;) {
         while (next < g.nodes.size() && pass.pending.size() < kBatch && !g.out_of_memory) {
             if (next + kNodePrefetch < g.nodes.size()) {
                 prefetch_for_traversal(g.nodes[next + kNodePrefetch]);
             }
-            if ((g.nodes[next].flags & NODE_BY_HOLDER) && !ready_holder_node(g.nodes[next])) {
+            if ((g.nodes[next].flags & (NODE_BY_HOLDER | NODE_DEFERRED)) &&
+                ((g.nodes[next].flags & NODE_DEFERRED) || !ready_holder_node(g.nodes[next]))) {
                 next++;
                 continue;
             }
@@ -537,7 +698,7 @@ bool explore(Pass &pass, const std::vector<Holder *> &holders, size_t first, siz
                 if (!add_seeds(pass, holders, &next_seed, end)) {
                     return false;
                 }
-            } else if (map_cursor.map < ephemeron_maps().size()) {
+            } else if (more_map_seeds(map_cursor)) {
                 if (!add_map_seeds(pass, &map_cursor)) {
                     return false;
                 }
@@ -549,17 +710,57 @@ bool explore(Pass &pass, const std::vector<Holder *> &holders, size_t first, siz
     return true;
 }
 
-// Every edge is a reference from an explored node: it is not an outside one.
-void count_internal_references(HeapGraph &g) {
-    for (size_t e = 0; e < g.edges.size(); e++) {
+// Every edge from `*counted` on is a reference from an explored node: it is
+// not an outside one.
+void count_internal_references(HeapGraph &g, size_t *counted) {
+    for (size_t e = *counted; e < g.edges.size(); e++) {
         g.nodes[g.edges[e].target].unexplained--;
+    }
+    *counted = g.edges.size();
+}
+
+// Explores (explore), then settles the deferred nodes (LiveStructures): one
+// whose references the graph leaves unexplained number no more than those
+// its unexplored part may hold may have died, so it is expanded now, and
+// exploration goes on from it -- which can explain references of other
+// deferred nodes, so all are looked at again until none is expanded. Counts
+// the internal references on the way. False when out of memory.
+bool explore_and_count(Pass &pass, const std::vector<Holder *> &holders, size_t end, MapCursor &map_cursor) {
+    HeapGraph &g = pass.graph;
+    size_t counted = 0;
+    for (;;) {
+        if (!explore(pass, holders, end, map_cursor)) {
+            return false;
+        }
+        count_internal_references(g, &counted);
+        bool expanded = false;
+        for (size_t i = 0; i < pass.deferred.size(); i++) {
+            uint32_t d = pass.deferred[i];
+            GraphNode &node = g.nodes[d];
+            if (!(node.flags & NODE_DEFERRED)) {
+                continue;
+            }
+            const LiveStructure *s = pass.live_structures.find(node.op);
+            if (s != nullptr && node.unexplained > static_cast<int32_t>(s->back_references)) {
+                continue;  // live as when recorded: stays unexplored
+            }
+            pass.live_structures.remove(node.op);  // this pass records it again if still live
+            node.flags &= ~NODE_DEFERRED;
+            pass.current = d;
+            traverse_node(pass, node);  // not a code object (never recorded)
+            node.flags |= NODE_EXPANDED;
+            expanded = true;
+        }
+        if (!expanded) {
+            return true;
+        }
     }
 }
 
 // Roots are nodes referenced from outside the graph or never expanded; every
-// node reachable from a root, along real and virtual edges, is live.
+// node reachable from a root, along real and virtual edges, is live. The
+// internal references are counted already (explore_and_count).
 bool propagate_liveness(HeapGraph &g, PodArray<uint32_t> &stack) {
-    count_internal_references(g);
     // Each root is drained before the next is looked at, so the stack holds
     // one search's frontier, not every root at once.
     for (size_t i = 0; i < g.nodes.size(); i++) {
@@ -585,6 +786,103 @@ bool propagate_liveness(HeapGraph &g, PodArray<uint32_t> &stack) {
         }
     }
     return true;
+}
+
+// Whether node i of a finished analysis may be recorded as a live structure:
+// expanded, referenced from outside the graph, not a code object (what
+// passes decide about), with at least kLiveStructureObjects objects explored
+// in its subtree.
+bool may_be_live_structure(const GraphNode &node, uint32_t subtree) {
+    return subtree >= kLiveStructureObjects && (node.flags & NODE_EXPANDED) && node.unexplained > 0 &&
+           !(node.flags & NODE_BY_HOLDER) && !PyCode_Check(node.op);
+}
+
+// Records the largest structures the pass found live (LiveStructures): the
+// topmost nodes that may_be_live_structure, each with the edges into it
+// from everything it reaches -- unless it reaches a node left unexpanded,
+// or more than twice its subtree (too entangled to be worth the search). A node's subtree: itself, the nodes it discovered, theirs,
+// and so on, with the objects explored as part of each (every node was
+// discovered by an earlier one, so one backward sweep sums them). Runs after propagate_liveness, before anything is detached.
+void record_live_structures(Pass &pass) {
+    const HeapGraph &g = pass.graph;
+    size_t n = g.nodes.size();
+    if (g.explored() < kLiveStructureObjects || g.budget_exhausted || pass.discoverer.size() != n ||
+        !pass.subtree.assign_bytes(n, 0)) {
+        return;
+    }
+    PodArray<uint32_t> &subtree = pass.subtree;
+    PodArray<uint32_t> &structure_of = pass.discoverer;  // rewritten in place, front to back
+    for (size_t i = n; i-- > 0;) {
+        subtree[i] += 1 + pass.merged_into[i];
+        if (structure_of[i] != HeapGraph::kNone) {
+            subtree[structure_of[i]] += subtree[i];
+        }
+    }
+    // Each node's topmost recordable ancestor (itself included), or kNone:
+    // its discoverer's entry already holds the discoverer's.
+    PodArray<uint32_t> &recorded = pass.stack;  // free after propagate_liveness
+    recorded.clear();
+    for (size_t i = 0; i < n; i++) {
+        uint32_t d = structure_of[i];
+        uint32_t top = d != HeapGraph::kNone ? structure_of[d] : HeapGraph::kNone;
+        if (top == HeapGraph::kNone && may_be_live_structure(g.nodes[i], subtree[i])) {
+            top = static_cast<uint32_t>(i);
+            if (!recorded.push(top)) {
+                return;
+            }
+        }
+        structure_of[i] = top;
+    }
+    if (recorded.size() > LiveStructures::kMax) {  // the largest ones
+        std::partial_sort(&recorded[0], &recorded[0] + LiveStructures::kMax, &recorded[0] + recorded.size(),
+                          [&](uint32_t a, uint32_t b) { return subtree[a] > subtree[b]; });
+    }
+    size_t count = std::min(recorded.size(), LiveStructures::kMax);
+    // The references into each from everything it reaches, by a search over
+    // the graph from it; stamps in structure_of (no longer needed), the
+    // search's stack in pass.deferred (explore_and_count is over).
+    for (size_t i = 0; i < n; i++) {
+        structure_of[i] = HeapGraph::kNone;
+    }
+    // The searches together visit at most about a quarter of the graph: in
+    // a pass over a heap of millions of objects, recording costs a small
+    // share of what exploring did.
+    size_t work_left = n / 4 + 4 * kLiveStructureObjects;
+    for (size_t r = 0; r < count; r++) {
+        uint32_t x = recorded[r];
+        uint32_t back_references = 0;
+        size_t reached = 0;
+        size_t limit = std::min(2 * static_cast<size_t>(subtree[x]) + 64, work_left);
+        bool known = true;  // every node it reaches expanded, and not too many
+        PodArray<uint32_t> &stack = pass.deferred;
+        stack.clear();
+        structure_of[x] = static_cast<uint32_t>(r);
+        if (!stack.push(x)) {
+            return;
+        }
+        while (known && !stack.empty()) {
+            uint32_t node = stack.pop();
+            if (!(g.nodes[node].flags & NODE_EXPANDED) || ++reached > limit) {
+                known = false;
+                break;
+            }
+            for (uint32_t e = g.nodes[node].first_edge; e != HeapGraph::kNone; e = g.edges[e].next) {
+                uint32_t target = g.edges[e].target;
+                back_references += target == x;
+                if (structure_of[target] != r) {
+                    structure_of[target] = static_cast<uint32_t>(r);
+                    if (!stack.push(target)) {
+                        return;
+                    }
+                }
+            }
+        }
+        work_left -= std::min(work_left, reached);
+        if (known) {
+            PyObject *op = g.nodes[x].op;
+            pass.live_structures.add(LiveStructure{op, Py_TYPE(op), back_references, subtree[x]});
+        }
+    }
 }
 
 // Detaches the holders of unreachable codes and removes the ephemeron entries
@@ -661,11 +959,47 @@ Garbage detach_garbage(Pass &pass, const std::vector<Holder *> &holders) {
     return found;
 }
 
-// One pass seeded with the codes of registry->holders[first, end) (and with
-// every ephemeron key, as `maps` says), then the generations aged as `kind`
-// says. -1 with an exception.
+// Where a slice of a map scan begins: where the previous one ended; at the
+// first position of that map's table when another map came to its index;
+// at the same share of the table when the table squeezed its holes out
+// meanwhile (MapScanCursor).
+MapCursor resume_map_scan(const MapScanCursor &scan, size_t positions) {
+    const std::vector<EphemeronMap *> &maps = ephemeron_maps();
+    MapCursor cursor{MapSeeds::kAll, std::min(scan.maps_left, maps.size()), scan.position, positions};
+    if (cursor.maps_left != 0) {
+        const EphemeronMap *m = maps[cursor.maps_left - 1];
+        const EntryTable &t = m->table;
+        if (cursor.maps_left != scan.maps_left || m != scan.map) {
+            cursor.slot = 0;  // another map came to this index
+        } else if (t.end() != scan.end + (t.insertions() - scan.insertions)) {
+            // Only inserts append positions; any other change of end()
+            // squeezed holes out, moving entries down. An entry moved across
+            // the cursor is seen twice or waits for the next scan; starting
+            // over instead would never end a scan of a table that squeezes
+            // between most slices.
+            cursor.slot = scan.end == 0 ? 0 : cursor.slot * t.end() / scan.end;
+        }
+    }
+    return cursor;
+}
+
+void save_map_scan(const MapCursor &cursor, MapScanCursor *scan) {
+    *scan = MapScanCursor{cursor.maps_left, cursor.slot, nullptr, 0, 0};
+    if (cursor.maps_left != 0) {
+        const EphemeronMap *m = ephemeron_maps()[cursor.maps_left - 1];
+        scan->map = m;
+        scan->end = m->table.end();
+        scan->insertions = m->table.insertions();
+    }
+}
+
+// One pass seeded with the codes of registry->holders[first, end) and the
+// ephemeron keys `maps` says -- or, for a slice of a map scan (`scan` not
+// NULL), with the keys of the next `scan_positions` table positions from *scan on
+// (which it advances) -- then the generations aged as `kind` says. -1 with
+// an exception.
 Py_ssize_t run_pass(PassKind kind, MapSeeds maps, size_t first, size_t end, size_t node_budget,
-                    Scratch scratch) {
+                    Scratch scratch, MapScanCursor *scan = nullptr, size_t scan_positions = 0) {
     if (state.running) {
         return 0;
     }
@@ -694,17 +1028,32 @@ Py_ssize_t run_pass(PassKind kind, MapSeeds maps, size_t first, size_t end, size
     // (holder, entry and a private product are merged into the code's node,
     // which the holder index holds).
     size_t seeds = end - first;
-    if (maps == MapSeeds::kAll) {
+    MapCursor map_cursor{maps, ephemeron_maps().size(), 0, SIZE_MAX};
+    if (scan != nullptr) {
+        map_cursor = resume_map_scan(*scan, scan_positions);
+        seeds += std::min(scan_positions, ephemeron_entry_count());
+    } else if (maps == MapSeeds::kAll) {
         seeds += ephemeron_entry_count();
     } else if (maps == MapSeeds::kGenerations) {
         seeds += ephemeron_listed_count();
+    } else {
+        map_cursor.maps_left = 0;
     }
     state.scratch->module_dicts.refresh(/*force=*/kind == PassKind::kAll || state.relist_module_dicts);
     state.relist_module_dicts = false;
     bool ok = pass.graph.expect(seeds < node_budget ? seeds : node_budget, first, end);
     // Analysis: from here to detach_garbage nothing runs Python code, nothing
     // allocates a Python object, and no reference count changes.
-    ok = ok && explore(pass, r->holders, first, end, maps) && propagate_liveness(pass.graph, pass.stack);
+    pass.next_node = 0;
+    pass.next_seed = first;
+    pass.defer = kind == PassKind::kSlice;  // collect() explores everything
+    ok = ok && explore_and_count(pass, r->holders, end, map_cursor) && propagate_liveness(pass.graph, pass.stack);
+    if (ok) {
+        record_live_structures(pass);
+    }
+    if (scan != nullptr) {
+        save_map_scan(map_cursor, scan);  // before detaching, which may free maps
+    }
     Garbage found{-1, 0};
     if (ok) {
         // The survivors are known: age them now, so that holders attached by
@@ -747,7 +1096,7 @@ Py_ssize_t run_pass(PassKind kind, MapSeeds maps, size_t first, size_t end, size
         state.stats.auto_entries_removed += entries;
         state.stats.auto_max_pause = std::max(state.stats.auto_max_pause, elapsed.count());
     }
-    if (maps == MapSeeds::kAll && ok) {
+    if (maps == MapSeeds::kAll && ok && scan == nullptr) {
         state.map_scans.record(elapsed.count());
     }
     Registry *still = registry_get();
@@ -780,6 +1129,17 @@ Py_ssize_t collector_collect_slice(size_t first, size_t end, Py_ssize_t node_bud
     Py_ssize_t budget = std::max<Py_ssize_t>(1, std::min(node_budget, state.budget));
     return run_pass(PassKind::kSlice, maps, first, end, static_cast<size_t>(budget), scratch);
 }
+
+Py_ssize_t collector_collect_map_slice(MapScanCursor *cursor, size_t positions, Scratch scratch) {
+    return run_pass(PassKind::kSlice, MapSeeds::kAll, 0, 0, static_cast<size_t>(state.budget), scratch, cursor,
+                    std::max<size_t>(positions, 1));
+}
+
+MapScanCursor collector_map_scan_start() { return MapScanCursor{ephemeron_maps().size(), 0, nullptr, 0, 0}; }
+
+bool collector_map_scan_done(const MapScanCursor &cursor) { return cursor.maps_left == 0; }
+
+void collector_record_map_scan(double seconds) { state.map_scans.record(seconds); }
 
 const MapScans &collector_map_scans() { return state.map_scans; }
 
@@ -821,6 +1181,12 @@ int collector_set_budget(Py_ssize_t nodes) {
 bool collector_running() { return state.running; }
 
 void collector_relist_module_dicts() { state.relist_module_dicts = true; }
+
+void collector_forget_live_structures() {
+    if (state.scratch != nullptr) {
+        state.scratch->pass.live_structures.clear();
+    }
+}
 
 void collector_release_scratch() {
     if (!state.running) {

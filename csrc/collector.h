@@ -44,16 +44,33 @@ struct CollectorStats {
 
 const CollectorStats &collector_stats();
 
-// The passes seeded with every ephemeron key (map scans): collect() and the
-// first slice of a generation pass when automatic collection asks for one
-// (auto_collect.h).
+// Map scans, which examine every ephemeron key: collect(), and automatic
+// collection's sliced ones (auto_collect.h, collector_collect_map_slice).
 struct MapScans {
     using Clock = std::chrono::steady_clock;
     uint64_t scans = 0;
-    double seconds = 0.0;      // duration of the latest
+    double seconds = 0.0;      // duration of the latest (the sum of its slices)
     Clock::time_point ended{};
 
     void record(double duration);
+};
+
+// Where a sliced map scan goes on: maps are scanned from the last of
+// ephemeron_maps() down (a freed map's index gets the last map, which is
+// then scanned again, never skipped; maps made meanwhile are not scanned),
+// each table from its first position up. `maps_left` counts the maps not
+// finished: the current one is maps[maps_left - 1]. `map`, `end` and
+// `insertions` are that map's and its table's when the previous slice
+// ended, compared only (`map` is never dereferenced): another map at that
+// index makes the scan start its table over; a table that squeezed its
+// holes out, go on at the same share of it (an entry moved across the
+// cursor waits for the next scan).
+struct MapScanCursor {
+    size_t maps_left = 0;
+    size_t position = 0;
+    const void *map = nullptr;
+    size_t end = 0;
+    uint64_t insertions = 0;
 };
 
 // What passes reuse from one to the next (collector.cpp).
@@ -111,6 +128,16 @@ Py_ssize_t collector_collect_slice(size_t first, size_t end, Py_ssize_t node_bud
                                    Scratch scratch);
 Py_ssize_t collector_collect_young(Py_ssize_t max_seeds, Py_ssize_t node_budget);
 
+// One slice of a map scan: a pass seeded with the keys of the next
+// `positions` table positions from *cursor on, which it advances. What
+// collector_collect_all returns. The scan is over when
+// collector_map_scan_done(*cursor); the caller then records it
+// (collector_record_map_scan).
+MapScanCursor collector_map_scan_start();
+Py_ssize_t collector_collect_map_slice(MapScanCursor *cursor, size_t positions, Scratch scratch);
+bool collector_map_scan_done(const MapScanCursor &cursor);
+void collector_record_map_scan(double seconds);
+
 const MapScans &collector_map_scans();
 
 // Holders attached since the previous pass (the seeds of collector_collect_young).
@@ -135,6 +162,16 @@ void collector_after_fork_child();
 // of its slices: listing walks sys.modules, which in a large program costs a
 // good share of a slice.
 void collector_relist_module_dicts();
+
+// Automatic passes leave the large structures a recent pass found live
+// unexplored, as long as their reference counts say they are still live
+// (LiveStructures, collector.cpp). This forgets them: the next pass to meet
+// one explores it again. Automatic collection calls it when a generation
+// pass begins, so that a structure that died in a way the counts cannot
+// tell is explored by the next pass to meet it from then on: the
+// generation pass's bound holds, and a sweep that follows finds the caches
+// that died old with it.
+void collector_forget_live_structures();
 
 // Frees the scratch memory (internals_shutdown); a later pass makes it again.
 // No-op while a pass runs.

@@ -100,6 +100,8 @@ enum NodeFlags : uint32_t {
     NODE_EXPANDED = 1,  // its references were visited and counted
     NODE_LIVE = 2,      // reachable from a root
     NODE_BY_HOLDER = 4, // indexed by its holder's registry slot, not in the address index
+    NODE_DEFERRED = 8,  // a structure a recent pass found live: left unexpanded unless
+                        // this pass's counts say it may have died (collector.cpp)
 };
 
 // A node's unexplained count has kCountBits bits, so that a node is 16 bytes:
@@ -108,7 +110,7 @@ enum NodeFlags : uint32_t {
 // is stored as kMaxCount; a graph records fewer edges than that
 // (HeapGraph::kMaxEdges), so such a node keeps a positive count and stays a
 // root -- conservative, and what an object so referenced is anyway.
-constexpr int kCountBits = 29;
+constexpr int kCountBits = 28;
 constexpr int32_t kMaxCount = (int32_t{1} << (kCountBits - 1)) - 1;
 
 inline int32_t saturated_count(Py_ssize_t references) {

@@ -297,3 +297,147 @@ def test_a_generation_pass_lists_the_module_dicts_anew():
     slices, nodes = map(int, proc.stdout.split())
     assert slices == 1, "one generation pass, one slice"
     assert nodes < 100, f"the module's globals were explored ({nodes} objects)"
+
+
+def automatic_passes_explored():
+    """A gc.callbacks entry placed after coextra's, and the list of objects
+    each automatic pass explored that it fills."""
+    explored = []
+    seen = [coextra.stats()["auto_collections"]]
+
+    def after_ours(phase, info):
+        if phase == "start":
+            s = coextra.stats()
+            if s["auto_collections"] != seen[0]:
+                seen[0] = s["auto_collections"]
+                explored.append(s["last_nodes"])
+
+    return after_ours, explored
+
+
+class MapKey:
+    pass
+
+
+def test_a_map_scan_goes_in_slices_and_finds_the_keys_that_died_old():
+    """Entries whose keys die old are the map scan's: it finds them without
+    collect(), and no automatic pass seeds every key at once (a scan is
+    sliced by table positions, as the sweep is by holders)."""
+    coextra.reset()
+    count = 100_000  # a whole scan explores three objects per entry
+    table = coextra.EphemeronMap()
+    keys = [MapKey() for _ in range(count)]
+    for k in keys:
+        table[k] = [k]  # the value references its key
+    assert coextra.collect() == 0  # every entry old: no generation pass examines them
+    after_ours, explored = automatic_passes_explored()
+    collections = [0]
+
+    def half_dropped():
+        collections[0] += 1
+        if collections[0] % 50 == 0:
+            gc.collect()  # a generation-2 collection now and then, as in a running program
+        return len(table) == count // 2
+
+    gc.callbacks.append(after_ours)  # after coextra's: sees each automatic pass
+    try:
+        del keys[::2]  # only their own values reference those keys now
+        scans = coextra.stats()["map_scans"]
+        assert drive_gc_until(half_dropped, seconds=60.0), f"{len(table):,} entries left"
+        assert coextra.stats()["map_scans"] > scans
+        assert all(table[k] == [k] for k in keys), "a live key's entry was removed"
+        assert explored and max(explored) < count // 2, f"a pass explored {max(explored):,} objects"
+    finally:
+        gc.callbacks.remove(after_ours)
+        table.clear()
+
+
+def shared_structure(size: int) -> list:
+    return [[i] for i in range(size)]
+
+
+def attach_sharing(count: int, shared, tag: str) -> list:
+    functions = [make_function(f"def {tag}{i}(x):\n    return x * {i}\n", f"{tag}{i}") for i in range(count)]
+    for f in functions:
+        coextra.attach(f, [f, shared])
+    return functions
+
+
+def test_a_large_structure_found_live_is_not_explored_again_by_automatic_passes():
+    """Products that all reference one large live structure: once a pass has
+    explored it and found it referenced from outside, automatic passes stop
+    at it while its reference count says it is still live (a young pass
+    would otherwise spend its whole node budget in it), and dead caches that
+    reach it still go at the next generation-2 collection."""
+    coextra.reset()
+    shared = shared_structure(100_000)
+    kept = attach_sharing(200, shared, "s")
+    gc.collect()  # a generation pass explores the structure
+    after_ours, explored = automatic_passes_explored()
+    gc.callbacks.append(after_ours)
+    try:
+        more = attach_sharing(2_000, shared, "t")
+        dropped = attach_sharing(2_000, shared, "u")  # the youngest: the first slices'
+        refs = [weakref.ref(f.__code__) for f in dropped]
+        del dropped
+        for _ in range(100):
+            gc.collect(0)
+        assert explored, "young passes ran"
+        assert max(explored) < 20_000, f"a young pass explored {max(explored):,} objects"
+        gc.collect()
+        assert attached(refs) == 0, "dead caches reaching the structure were found"
+        assert all(coextra.holder(f) is not None for f in kept + more)
+    finally:
+        gc.callbacks.remove(after_ours)
+        coextra.reset()
+
+
+def recorded_structure(size: int, back_reference: bool) -> list:
+    """A structure of `size` objects, explored and found live by collect()
+    (through a cache detached since), none of whose holders is attached."""
+    shared = shared_structure(size)
+    if back_reference:
+        shared[5].append(shared)  # a reference back from its own part
+    (f,) = attach_sharing(1, shared, "r")
+    assert coextra.collect() == 0
+    coextra.detach(f)
+    return shared
+
+
+def test_a_large_structure_that_dies_with_its_caches_is_explored_and_they_go():
+    """A structure found live, then dropped with the young caches that reach
+    it and that it keeps, one of its parts referencing it back: its
+    reference count no longer says live (the reference back was counted when
+    it was found live), so the next pass to meet it explores it and detaches
+    them, without a generation-2 collection."""
+    coextra.reset()
+    shared = recorded_structure(10_000, back_reference=True)  # within a young pass's budget
+    gc.disable()  # no GC pass until all is dropped: the young pass sees them dead
+    try:
+        functions = attach_sharing(300, shared, "d")
+        shared.append(functions)  # the structure keeps the functions: dies with them or not
+        refs = [weakref.ref(f.__code__) for f in functions]
+        del functions, shared
+    finally:
+        gc.enable()
+    assert drive_gc_until(lambda: attached(refs) == 0, seconds=20.0), f"{attached(refs)} left"
+    gc.collect()
+    assert alive(refs) == 0
+
+
+def test_a_structure_that_dies_in_a_way_its_counts_hide_goes_at_the_next_generation_pass():
+    """A reference back from its own part, added after a pass recorded the
+    structure, makes a dead structure look live to the counts: a generation
+    pass explores it anew, so its caches go at the next generation-2
+    collection all the same."""
+    coextra.reset()
+    shared = recorded_structure(100_000, back_reference=False)
+    functions = attach_sharing(300, shared, "h")
+    shared.append(functions)  # the structure keeps the functions: dies with them or not
+    shared[7].append(shared)  # after the recording
+    refs = [weakref.ref(f.__code__) for f in functions]
+    del functions, shared
+    gc.collect()
+    assert attached(refs) == 0
+    gc.collect()
+    assert alive(refs) == 0

@@ -23,7 +23,8 @@ Checked, and the exit status is 1 when one fails:
 Reported every --report-every seconds: holders and map entries, the most dead
 caches attached after a gc.collect() (promised / all), drop-to-free latency
 (median, 99th percentile, max), resident memory, time in automatic passes,
-the longest automatic pause so far.
+the longest automatic pause so far (coextra's whole gc.callbacks entry)
+beside the longest collection CPython itself ran so far.
 
     python tests/soak/waves.py [--minutes 60] [--report-every 60] [--seed 0]
                                [--no-auto] [--json FILE]
@@ -42,9 +43,13 @@ import statistics
 import sys
 import time
 import weakref
+from pathlib import Path
 
 import coextra
 from coextra import evalframe
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from bench_collector import Pauses  # noqa: E402  (coextra's whole callback, CPython's collections)
 from coextra.stress._memory import rss_bytes
 
 FLOOR = 2_000
@@ -169,6 +174,7 @@ def main() -> int:
     payload = bytes(PAYLOAD)
     deaths = Deaths()
     table = coextra.EphemeronMap()
+    pauses = Pauses().__enter__() if not args.no_auto else None
     persistent = Wave(0, PERSISTENT, payload, table, deaths)
     alive: list[tuple[int, Wave]] = []  # (the wave number it is dropped after, wave)
     failures: list[str] = []
@@ -181,8 +187,8 @@ def main() -> int:
 
     print("| minutes | waves | holders | map entries | most dead holders attached after a gc.collect(): "
           "died young (bound) / all | dead map keys | drop to free: median, p99, max | RSS "
-          "| in automatic passes | longest automatic pause so far |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|", flush=True)
+          "| in automatic passes | longest automatic pause so far | CPython's longest collection so far |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|", flush=True)
     while time.perf_counter() < deadline and not failures:
         wave = Wave(wave_number + 1, rng.randint(200, 3_000), payload, table, deaths)
         alive.append((wave_number + lifetime(rng), wave))
@@ -222,14 +228,16 @@ def main() -> int:
                    "latency_max_s": max(latencies, default=0.0),
                    "rss_mib": (rss_bytes() or 0) / 2**20,
                    "auto_share": (stats["auto_seconds"] - auto_mark) / (now - last_report),
-                   "max_pause_s": stats["auto_max_pause"]}
+                   "max_pause_s": pauses.coextra_max if pauses else 0.0,
+                   "gc_max_s": pauses.gc_max if pauses else 0.0}
             reports.append(row)
             print(f"| {row['minutes']:.1f} | {row['waves']} | {row['holders']:,} | {row['map_entries']:,} "
                   f"| {row['dead_promised']:,} ({row['bound']:,}) / {row['dead_all']:,} "
                   f"| {row['dead_map_keys']:,} "
                   f"| {row['latency_median_s'] * 1e3:.0f} ms, {row['latency_p99_s'] * 1e3:.0f} ms, "
                   f"{row['latency_max_s'] * 1e3:.0f} ms | {row['rss_mib']:.0f} MiB "
-                  f"| {row['auto_share']:.1%} | {row['max_pause_s'] * 1e3:.0f} ms |", flush=True)
+                  f"| {row['auto_share']:.1%} | {row['max_pause_s'] * 1e3:.1f} ms "
+                  f"| {row['gc_max_s'] * 1e3:.1f} ms |", flush=True)
             deaths.latencies = []
             worst = {"promised": 0, "all": 0, "map": 0, "limit": bound(0)}
             auto_mark = stats["auto_seconds"]
@@ -266,6 +274,10 @@ def main() -> int:
         failures.append(f"the end: objects left over: {stats['holders_alive']} holders, "
                         f"{stats['entries_alive']} entries, "
                         f"{stats['ephemeron_entries_alive']} ephemeron entries")
+    if pauses:
+        pauses.__exit__(None, None, None)
+        print(f"longest automatic pause {pauses.coextra_max * 1e3:.1f} ms, "
+              f"CPython's longest collection {pauses.gc_max * 1e3:.1f} ms")
     print(f"\n{wave_number:,} waves in {(time.perf_counter() - start) / 60:.1f} minutes, "
           f"automatic collection {'off' if args.no_auto else 'on'}, seed {args.seed}")
     for failure in failures:
