@@ -674,6 +674,44 @@ TEST_F(MapGenerations, AMapFilledFasterThanPassesComeIsExaminedWhole) {
     EXPECT_FALSE(ephemeron_generations_pending()) << "the whole map aged, then became old";
 }
 
+// A map scan goes in slices of table positions. Between slices, entries
+// leave and others come, so the table squeezes its holes out now and then,
+// moving entries down under the cursor: the scan goes on at the same share
+// of the table rather than over from its start, so it ends; a dead key the
+// squeeze moved behind the cursor waits for the next scan.
+TEST_F(MapGenerations, AMapScanWhoseTableSqueezesBetweenSlicesEnds) {
+    add_entries(1000);
+    add_dead_entries(100);
+    add_entries(1000);
+    const EntryTable &t = m()->table;
+    MapScanCursor cursor = collector_map_scan_start();
+    Py_ssize_t found = 0;
+    int squeezes = 0;
+    int slices = 0;
+    for (; slices < 100 && !collector_map_scan_done(cursor); slices++) {
+        Py_ssize_t slice = collector_collect_map_slice(&cursor, 500, Scratch::kKeep);
+        ASSERT_GE(slice, 0);
+        found += slice;
+        size_t end = t.end();
+        for (size_t i = 0; i < 200; i++) {  // the oldest live entries leave
+            ASSERT_EQ(ephemeron_delete(m(), keys[i].ptr()), 1);
+        }
+        keys.erase(keys.begin(), keys.begin() + 200);
+        add_entries(200);
+        squeezes += t.end() < end + 200;
+    }
+    EXPECT_TRUE(collector_map_scan_done(cursor)) << slices << " slices, " << squeezes << " squeezes";
+    EXPECT_GT(squeezes, 0) << "the churn squeezed the table between slices";
+    cursor = collector_map_scan_start();
+    while (!collector_map_scan_done(cursor)) {
+        Py_ssize_t slice = collector_collect_map_slice(&cursor, 500, Scratch::kKeep);
+        ASSERT_GE(slice, 0);
+        found += slice;
+    }
+    EXPECT_EQ(found, 100) << "every dead key found by the second scan at the latest";
+    EXPECT_EQ(t.size(), keys.size());
+}
+
 TEST_F(Collector, KeepsACodeWithAnOutsideReference) {
     py::object f = make_function("f");
     py::object code = f.attr("__code__");
