@@ -357,6 +357,34 @@ def test_iteration_is_over_a_snapshot_so_mutating_meanwhile_is_safe():
     assert problems(m) == []
 
 
+def test_iteration_never_visits_an_entry_added_where_a_removed_one_was():
+    """Popping the last entry and adding another would put the new one where
+    the old one was; an iteration in progress must not meet it, nor miss or
+    repeat an entry when the table squeezes out a quarter of holes as it grows."""
+    m = coextra.EphemeronMap()
+    keys = [Key() for _ in range(200)]
+    for i, k in enumerate(keys):
+        m[k] = i
+    added = []
+    visited = []
+    for k, v in m.items():
+        visited.append(v)
+        m.popitem()  # the last entry: keys[199] at first, then the one added below
+        new = Key()
+        added.append(new)
+        m[new] = "added"
+        for _ in range(3):  # churn: holes at the end, then growth
+            extra = Key()
+            added.append(extra)
+            m[extra] = "added"
+            del m[extra]
+    assert visited == list(range(199)), "in order, each once, never an added one"
+    assert problems(m) == []
+    for k in m:  # a walk that ended unpins: the table squeezes holes again
+        pass
+    assert problems(m) == []
+
+
 def test_update_and_the_constructor_take_mappings_and_iterables_of_pairs():
     a, b, c, d = Key(), Key(), Key(), Key()
     m = coextra.EphemeronMap({a: 1})
