@@ -44,6 +44,10 @@ struct CollectorStats {
 
 const CollectorStats &collector_stats();
 
+// The collector's state itself, for the C++ tests, which read and set it.
+struct CollectorState;
+CollectorState &collector_state();
+
 // The passes seeded with every ephemeron key (map scans): collect() and the
 // first slice of a generation pass when automatic collection asks for one
 // (auto_collect.h).
@@ -59,7 +63,7 @@ struct MapScans {
 // What passes reuse from one to the next (collector.cpp).
 struct CollectorScratch;
 
-// The collector's part of internals (internals.h).
+// The collector's state (collector.cpp).
 struct CollectorState {
     bool running = false;
     pthread_t running_thread{};  // valid while running
@@ -76,7 +80,7 @@ struct CollectorState {
     bool relist_module_dicts = false;  // collector_relist_module_dicts() was called
     CollectorStats stats;
     MapScans map_scans;
-    // Owned; made by the first pass, freed by internals_shutdown (or by the
+    // Owned; made by the first pass, freed by lifecycle_shutdown (or by the
     // process's end, if a pass runs after it).
     CollectorScratch *scratch = nullptr;
 };
@@ -136,7 +140,7 @@ void collector_after_fork_child();
 // good share of a slice.
 void collector_relist_module_dicts();
 
-// Frees the scratch memory (internals_shutdown); a later pass makes it again.
+// Frees the scratch memory (lifecycle_shutdown); a later pass makes it again.
 // No-op while a pass runs.
 void collector_release_scratch();
 
