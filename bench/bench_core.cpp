@@ -17,7 +17,7 @@
 
 #include "compat.h"
 #include "holder.h"
-#include "internals.h"
+#include "lifecycle.h"
 #include "registry.h"
 
 using namespace coextra::detail;

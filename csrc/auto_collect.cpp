@@ -3,7 +3,6 @@
 
 #include "collector.h"
 #include "ephemeron_map.h"
-#include "internals.h"
 #include "registry.h"
 
 #include <algorithm>
@@ -18,12 +17,13 @@ using Clock = AutoCollectState::Clock;
 using Sweep = AutoCollectState::Sweep;
 using GenerationPass = AutoCollectState::GenerationPass;
 
-// This file's part of internals (internals.h), and four of its members.
-constexpr AutoCollectState &state = internals.auto_collect;
-constexpr AutoCollectState::MapScan &map_scan = internals.auto_collect.map_scan;
-constexpr AutoCollectStats &stats = internals.auto_collect.stats;
-constexpr Sweep &sweep = internals.auto_collect.sweep;
-constexpr GenerationPass &generation = internals.auto_collect.generation;
+// This concept's state (auto_collect.h): per process, touched with the GIL
+// held; and four of its members.
+AutoCollectState state;
+constexpr AutoCollectState::MapScan &map_scan = state.map_scan;
+constexpr AutoCollectStats &stats = state.stats;
+constexpr Sweep &sweep = state.sweep;
+constexpr GenerationPass &generation = state.generation;
 
 double seconds_since(Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
@@ -410,6 +410,8 @@ PyObject *gc_callbacks() {
 }  // namespace
 
 const AutoCollectStats &auto_collect_stats() { return stats; }
+
+AutoCollectState &auto_collect_state() { return state; }
 
 int auto_collect_passes_to_old() {
     return collector_stats().detached_by_collector == state.detached_at_program_start ? 1 : 2;

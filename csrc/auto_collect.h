@@ -153,7 +153,7 @@ struct AutoCollectStats {
     uint64_t last_sweep_detached = 0;       // holders the latest completed sweep detached
 };
 
-// Automatic collection's part of internals (internals.h).
+// Automatic collection's state (auto_collect.cpp).
 struct AutoCollectState {
     using Clock = std::chrono::steady_clock;
     // Rule 2: the sweep in progress, or the previous one.
@@ -214,6 +214,9 @@ struct AutoCollectState {
 };
 
 const AutoCollectStats &auto_collect_stats();
+
+// The state itself, for the C++ tests, which read and set it.
+AutoCollectState &auto_collect_state();
 
 // Adds (enabled) or removes (disabled) coextra's callback in gc.callbacks.
 // 0, or -1 with an exception.

@@ -4,7 +4,6 @@
 #include "ephemeron_map.h"
 #include "heap_graph.h"
 #include "holder.h"
-#include "internals.h"
 #include "registry.h"
 
 #include <algorithm>
@@ -357,8 +356,8 @@ struct CollectorScratch {
 
 namespace {
 
-// This file's part of internals (internals.h).
-constexpr CollectorState &state = internals.collector;
+// This concept's state (collector.h): per process, touched with the GIL held.
+CollectorState state;
 
 // The traversal callback: queues the reference without touching the child, so
 // that process_pending can look at a whole batch with its memory accesses
@@ -1112,6 +1111,8 @@ Py_ssize_t run_pass(PassKind kind, MapSeeds maps, size_t first, size_t end, size
 }  // namespace
 
 const CollectorStats &collector_stats() { return state.stats; }
+
+CollectorState &collector_state() { return state; }
 
 void MapScans::record(double duration) {
     seconds = duration;

@@ -44,6 +44,10 @@ struct CollectorStats {
 
 const CollectorStats &collector_stats();
 
+// The collector's state itself, for the C++ tests, which read and set it.
+struct CollectorState;
+CollectorState &collector_state();
+
 // Map scans, which examine every ephemeron key: collect(), and automatic
 // collection's sliced ones (auto_collect.h, collector_collect_map_slice).
 struct MapScans {
@@ -76,7 +80,7 @@ struct MapScanCursor {
 // What passes reuse from one to the next (collector.cpp).
 struct CollectorScratch;
 
-// The collector's part of internals (internals.h).
+// The collector's state (collector.cpp).
 struct CollectorState {
     bool running = false;
     pthread_t running_thread{};  // valid while running
@@ -93,7 +97,7 @@ struct CollectorState {
     bool relist_module_dicts = false;  // collector_relist_module_dicts() was called
     CollectorStats stats;
     MapScans map_scans;
-    // Owned; made by the first pass, freed by internals_shutdown (or by the
+    // Owned; made by the first pass, freed by lifecycle_shutdown (or by the
     // process's end, if a pass runs after it).
     CollectorScratch *scratch = nullptr;
 };
@@ -173,7 +177,7 @@ void collector_relist_module_dicts();
 // that died old with it.
 void collector_forget_live_structures();
 
-// Frees the scratch memory (internals_shutdown); a later pass makes it again.
+// Frees the scratch memory (lifecycle_shutdown); a later pass makes it again.
 // No-op while a pass runs.
 void collector_release_scratch();
 

@@ -7,33 +7,48 @@ namespace coextra::detail {
 
 namespace {
 
-// The entries are held, not their keys or values: an entry that leaves the
-// map meanwhile (its key died, it was deleted) is passed over, and an entry
-// gives the value it has when it is reached, as a dict's iterator would; so
-// the loop's body may change the map. The only allocation per item is the
-// pair, and that is reused while the loop has dropped the last one (as
-// dict's items iterator does).
+// The iterator walks the table's positions that were in use when it began,
+// with the table pinned (ephemeron_table.h: entries stay at their positions,
+// and those inserted since lie past them), so it holds no reference to the
+// entries, keys or values: an entry that leaves the map meanwhile (its key
+// died, it was deleted) is passed over, and an entry gives the value it has
+// when it is reached, as a dict's iterator would; so the loop's body may
+// change the map. A clear() ends the walk (every entry it began with has
+// left). The only allocation per item is the pair, and that is reused while
+// the loop has dropped the last one (as dict's items iterator does).
 struct EntryIterator {
     PyObject_HEAD
-    PyObject *entries;  // a list of entries, owned; NULL once exhausted
-    Py_ssize_t next;
+    EphemeronMap *map;  // owned, its table pinned; NULL once exhausted
+    size_t next;        // the position to read next
+    size_t end;         // the table's end() when the walk began
+    uint64_t releases;  // the table's releases() when the walk began
     EntryPart part;
     PyObject *pair;     // the last pair returned, owned, or NULL
 };
 
 PyTypeObject EntryIteratorType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
-// GC contract: owns its list of entries and its last pair; traverses both.
+// Unpins the table and drops the map: the walk is over.
+void finish(EntryIterator *it) {
+    if (EphemeronMap *m = it->map) {
+        m->table.unpin();
+        it->map = nullptr;
+        Py_DECREF(reinterpret_cast<PyObject *>(m));
+    }
+}
+
+// GC contract: owns its map (while walking) and its last pair; traverses
+// both. Clear ends the walk.
 int iterator_traverse(PyObject *self, visitproc visit, void *arg) {
     auto *it = reinterpret_cast<EntryIterator *>(self);
-    Py_VISIT(it->entries);
+    Py_VISIT(reinterpret_cast<PyObject *>(it->map));
     Py_VISIT(it->pair);
     return 0;
 }
 
 int iterator_clear(PyObject *self) {
     auto *it = reinterpret_cast<EntryIterator *>(self);
-    Py_CLEAR(it->entries);
+    finish(it);
     Py_CLEAR(it->pair);
     return 0;
 }
@@ -74,28 +89,33 @@ PyObject *make_pair(EntryIterator *it, PyObject *key, PyObject *value) {
 }
 
 // The entries lie in the order they were made, and so, usually, do their
-// keys: the entry kPrefetch items ahead is prefetched, and the key of the one
-// half as far ahead (its entry came in meanwhile).
-constexpr Py_ssize_t kPrefetch = 16;
+// keys: the entry kPrefetch positions ahead is prefetched, and the key of the
+// one half as far ahead (its entry came in meanwhile).
+constexpr size_t kPrefetch = 16;
 
-void prefetch_ahead(PyObject *entries, Py_ssize_t next) {
-    Py_ssize_t size = PyList_GET_SIZE(entries);
-    if (next + kPrefetch < size) {
-        __builtin_prefetch(PyList_GET_ITEM(entries, next + kPrefetch));
+void prefetch_ahead(const EntryTable &table, size_t next, size_t end) {
+    if (next + kPrefetch < end) {
+        __builtin_prefetch(table.at(next + kPrefetch));
     }
-    if (next + kPrefetch / 2 < size) {
-        __builtin_prefetch(reinterpret_cast<EphemeronEntry *>(PyList_GET_ITEM(entries, next + kPrefetch / 2))
-                               ->ref.wr_object);
+    if (next + kPrefetch / 2 < end) {
+        if (const EphemeronEntry *e = table.at(next + kPrefetch / 2)) {
+            __builtin_prefetch(e->ref.wr_object);
+        }
     }
 }
 
 PyObject *iterator_next(PyObject *self) {
     auto *it = reinterpret_cast<EntryIterator *>(self);
-    while (it->entries != nullptr && it->next < PyList_GET_SIZE(it->entries)) {
-        prefetch_ahead(it->entries, it->next);
-        auto *e = reinterpret_cast<EphemeronEntry *>(PyList_GET_ITEM(it->entries, it->next++));
-        if (ephemeron_usable(e) == nullptr || ephemeron_map_of(e) == nullptr) {
-            continue;  // left its map, or its key is dying
+    while (it->map != nullptr) {
+        const EntryTable &table = it->map->table;
+        size_t end = it->end < table.end() ? it->end : table.end();
+        if (table.releases() != it->releases || it->next >= end) {
+            break;
+        }
+        prefetch_ahead(table, it->next, end);
+        EphemeronEntry *e = ephemeron_usable(table.at(it->next++));
+        if (e == nullptr) {
+            continue;  // a hole, or its key is dying
         }
         switch (it->part) {
             case EntryPart::kKeys:
@@ -107,7 +127,7 @@ PyObject *iterator_next(PyObject *self) {
         }
         return make_pair(it, Py_NewRef(e->ref.wr_object), Py_NewRef(e->value));
     }
-    Py_CLEAR(it->entries);
+    finish(it);
     return nullptr;
 }
 
@@ -118,33 +138,14 @@ PyObject *ephemeron_iterate_entries(EphemeronMap *m, EntryPart part) {
     if (it == nullptr) {
         return nullptr;
     }
-    it->entries = nullptr;
+    // Nothing runs from here on: the walk begins with the table as it is.
+    m->table.pin();
+    it->map = reinterpret_cast<EphemeronMap *>(Py_NewRef(reinterpret_cast<PyObject *>(m)));
     it->next = 0;
+    it->end = m->table.end();
+    it->releases = m->table.releases();
     it->part = part;
     it->pair = nullptr;
-    // Allocating the list may run code that changes the table; filling it
-    // runs none.
-    for (;;) {
-        auto n = static_cast<Py_ssize_t>(m->table.size());
-        PyObject *list = PyList_New(n);
-        if (list == nullptr) {
-            Py_DECREF(it);
-            return nullptr;
-        }
-        if (static_cast<Py_ssize_t>(m->table.size()) > n) {
-            Py_DECREF(list);
-            continue;
-        }
-        Py_ssize_t count = 0;
-        for (size_t p = 0; p < m->table.end(); p++) {
-            if (EphemeronEntry *e = m->table.at(p)) {
-                PyList_SET_ITEM(list, count++, Py_NewRef(reinterpret_cast<PyObject *>(e)));
-            }
-        }
-        Py_SET_SIZE(list, count);  // fewer when some left meanwhile
-        it->entries = list;
-        break;
-    }
     PyObject_GC_Track(it);
     return reinterpret_cast<PyObject *>(it);
 }

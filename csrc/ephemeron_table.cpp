@@ -64,6 +64,9 @@ int EntryTable::rebuild_index(size_t index_slots) {
     for (size_t p = 0; p < used_; p++) {
         EphemeronEntry *e = entries_[p];
         if (e == nullptr) {
+            if (pins_ != 0) {
+                kept++;  // pinned: the hole stays where it is
+            }
             continue;
         }
         entries_[kept] = e;
@@ -106,7 +109,7 @@ bool EntryTable::grow() {
     if (used_ < capacity_) {
         return true;
     }
-    if (size_ * 4 < used_ * 3) {  // a quarter holes: squeeze them out instead
+    if (pins_ == 0 && size_ * 4 < used_ * 3) {  // a quarter holes: squeeze them out instead
         return rebuild_index(index_mask_ + 1) == 0;
     }
     // By a quarter: the entry array is a fifth of the table's memory, and
@@ -144,7 +147,7 @@ bool EntryTable::take(EphemeronEntry *entry) {
     size_--;
     // Trailing holes are dropped, so that popping the last entry (popitem)
     // and adding again reuse the same positions.
-    while (used_ > 0 && entries_[used_ - 1] == nullptr) {
+    while (pins_ == 0 && used_ > 0 && entries_[used_ - 1] == nullptr) {
         used_--;
     }
     return true;
@@ -154,9 +157,11 @@ EphemeronEntry **EntryTable::release(size_t *count) {
     EphemeronEntry **entries = entries_;
     *count = used_;
     PyMem_Free(index_);
-    uint64_t insertions = insertions_;
-    *this = EntryTable();
-    insertions_ = insertions;  // emptied and refilled is not unchanged
+    EntryTable emptied;
+    emptied.insertions_ = insertions_;  // emptied and refilled is not unchanged
+    emptied.releases_ = releases_ + 1;
+    emptied.pins_ = pins_;
+    *this = emptied;
     return entries;
 }
 

@@ -50,6 +50,17 @@ public:
     // for an empty table) and, in *count, how many positions it holds, holes
     // included.
     EphemeronEntry **release(size_t *count);
+    // How many times release() emptied the table: positions read before a
+    // change name nothing now.
+    uint64_t releases() const { return releases_; }
+
+    // While pinned (an iterator walks the positions; pins count, several may
+    // walk at once), an entry never moves and a position is never reused:
+    // holes are neither squeezed out nor, at the end, trimmed. So the entries
+    // at [0, end()) when an iterator began stay at their positions while they
+    // stay in the table, and entries inserted since lie past them.
+    void pin() { pins_++; }
+    void unpin() { pins_--; }
     // Frees the arrays (the map is going, its entries already released).
     void free_arrays();
 
@@ -57,8 +68,8 @@ private:
     static constexpr uint32_t kEmpty = UINT32_MAX;
 
     size_t slot_of(uintptr_t key_address) const;
-    // Rebuilds the index over the entries, holes squeezed out; -1 when out
-    // of memory (nothing changed).
+    // Rebuilds the index over the entries, holes squeezed out unless pinned;
+    // -1 when out of memory (nothing changed).
     int rebuild_index(size_t index_slots);
 
     EphemeronEntry **entries_ = nullptr;  // [0, used_) in use, capacity_ allocated
@@ -70,6 +81,8 @@ private:
     size_t index_mask_ = 0;
     size_t index_filled_ = 0;  // slots not kEmpty
     unsigned index_shift_ = 64;  // 64 - log2(slots)
+    uint64_t releases_ = 0;
+    size_t pins_ = 0;
 };
 
 }  // namespace coextra::detail

@@ -65,7 +65,7 @@ Registry *registry_current();
 Py_ssize_t registry_extra_index();
 
 // Readies the types, requests the co_extra index and creates the registry
-// (internals_start calls it). Returns a new reference to the registry, or
+// (lifecycle_start calls it). Returns a new reference to the registry, or
 // NULL with an exception (ImportError outside the main interpreter).
 PyObject *registry_init();
 
@@ -101,7 +101,7 @@ void registry_all_old(Registry *r);
 // Returns -1 with an exception when memory for the snapshot is exhausted.
 Py_ssize_t registry_reset();
 
-// Interpreter teardown (internals_shutdown): refuses new attachments, then
+// Interpreter teardown (lifecycle_shutdown): refuses new attachments, then
 // detaches everything, including holders on deep-frozen stdlib code whose
 // free function CPython never calls (3.11, 3.12). Idempotent.
 void registry_teardown();

@@ -7,7 +7,7 @@
 #include "../ephemeron_map.h"
 #include "../fastcall_args.h"
 #include "../holder.h"
-#include "../internals.h"
+#include "../lifecycle.h"
 #include "../registry.h"
 #include "../target.h"
 #include "checked.h"
@@ -152,7 +152,7 @@ PyMethodDef functions[] = {
 // the real entry point.
 PYBIND11_MODULE(_coextra_pybind11, m) {
     m.doc() = "coextra: GC-safe per-code-object caches for frame-evaluation backends.";
-    m.attr("_registry") = coextra_bindings::steal_checked<py::object>(internals_start());
+    m.attr("_registry") = coextra_bindings::steal_checked<py::object>(lifecycle_start());
     m.attr("Holder") = py::handle(reinterpret_cast<PyObject *>(&HolderType));
     m.attr("Entry") = py::handle(reinterpret_cast<PyObject *>(&EntryType));
     m.attr("EphemeronMap") = py::handle(reinterpret_cast<PyObject *>(&EphemeronMapType));

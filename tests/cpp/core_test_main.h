@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "auto_collect.h"
-#include "internals.h"
+#include "lifecycle.h"
 
 namespace coextra_test {
 
@@ -15,7 +15,7 @@ namespace coextra_test {
 // want it turn it on), then a clean finalization (which runs the shutdown).
 inline int run_all_tests_with_registry() {
     Py_Initialize();
-    PyObject *registry = coextra::detail::internals_start();
+    PyObject *registry = coextra::detail::lifecycle_start();
     if (registry == nullptr || coextra::detail::auto_collect_set(false) < 0) {
         PyErr_Print();
         return 2;

@@ -15,7 +15,7 @@
 #include "ephemeron_map.h"
 #include "heap_graph.h"
 #include "holder.h"
-#include "internals.h"
+#include "lifecycle.h"
 #include "registry.h"
 
 namespace py = pybind11;
@@ -143,12 +143,12 @@ TEST_F(Collector, DetachesACodeReachableOnlyThroughItsOwnCache) {
 }
 
 // The scratch memory passes reuse is freed by the shutdown
-// (internals_shutdown) and made again by the next pass, if any.
+// (lifecycle_shutdown) and made again by the next pass, if any.
 TEST_F(Collector, ScratchMemoryIsFreedOnReleaseAndMadeAgainByTheNextPass) {
     EXPECT_EQ(collector_collect_all(), 0);
-    ASSERT_NE(internals.collector.scratch, nullptr) << "a pass makes it";
+    ASSERT_NE(collector_state().scratch, nullptr) << "a pass makes it";
     collector_release_scratch();
-    EXPECT_EQ(internals.collector.scratch, nullptr);
+    EXPECT_EQ(collector_state().scratch, nullptr);
     py::object f = make_function("f");
     py::list product;
     product.append(f);
@@ -157,7 +157,7 @@ TEST_F(Collector, ScratchMemoryIsFreedOnReleaseAndMadeAgainByTheNextPass) {
     product = py::list();
     gc_collect();
     EXPECT_EQ(collector_collect_all(), 1) << "a pass after the release still works";
-    EXPECT_NE(internals.collector.scratch, nullptr);
+    EXPECT_NE(collector_state().scratch, nullptr);
 }
 
 // A generation pass ages only what it examined: a holder attached by code
@@ -179,7 +179,7 @@ TEST_F(Collector, AHolderAttachedWhileAGenerationPassDetachesStartsYoung) {
     Registry *r = registry_get();
     ASSERT_EQ(auto_collect_run(r, 2), 1) << "one generation-2 collection";
     ASSERT_EQ(auto_collect_after_gc(0), 0) << "which freed nothing itself";
-    EXPECT_FALSE(internals.auto_collect.generation.active) << "two holders: one slice";
+    EXPECT_FALSE(auto_collect_state().generation.active) << "two holders: one slice";
     Holder *h = registry_holder_of(code_ptr(late));
     ASSERT_NE(h, nullptr);
     EXPECT_GE(h->registry_slot, r->middle_end) << "young: attached after the pass decided";
@@ -200,11 +200,11 @@ protected:
         py::module_::import("gc").attr("disable")();
         // No automatic pass has detached anything since this "previous" pass
         // began: a program whose caches do not die, until a test makes one.
-        internals.auto_collect.generation = {};
-        internals.auto_collect.generation.auto_detached_at_begin = collector_stats().auto_detached;
+        auto_collect_state().generation = {};
+        auto_collect_state().generation.auto_detached_at_begin = collector_stats().auto_detached;
         // Nor has any cache of it died yet (adaptive tenuring).
-        internals.auto_collect.detached_at_program_start = collector_stats().detached_by_collector;
-        internals.auto_collect.entries_removed_at_program_start = collector_stats().entries_removed_by_collector;
+        auto_collect_state().detached_at_program_start = collector_stats().detached_by_collector;
+        auto_collect_state().entries_removed_at_program_start = collector_stats().entries_removed_by_collector;
     }
     void TearDown() override {
         py::module_::import("gc").attr("enable")();
@@ -213,7 +213,7 @@ protected:
     // One GC pass of `generation` as automatic collection sees it: its
     // "start", and its "stop" after CPython freed `collected` objects.
     Py_ssize_t gc_pass(long generation, Py_ssize_t collected = 0) {
-        internals.auto_collect.seconds_per_holder = 1.0;
+        auto_collect_state().seconds_per_holder = 1.0;
         Py_ssize_t found = auto_collect_run(registry_get(), generation);
         if (found < 0) {
             return found;
@@ -221,7 +221,7 @@ protected:
         Py_ssize_t second = auto_collect_after_gc(collected);
         return second < 0 ? second : found + second;
     }
-    bool in_progress() const { return internals.auto_collect.generation.active; }
+    bool in_progress() const { return auto_collect_state().generation.active; }
     // A generation-2 collection and the GC passes that finish its generation pass.
     Py_ssize_t whole_pass() {
         Py_ssize_t found = gc_pass(2);
@@ -250,11 +250,11 @@ protected:
 TEST_F(GenerationSlices, AGenerationPassOverLiveHoldersGoesOnOverTheNextGCPasses) {
     attach_live(1000);
     EXPECT_EQ(auto_collect_passes_to_old(), 1);
-    uint64_t slices = internals.auto_collect.stats.generation_slices;
-    uint64_t passes = internals.auto_collect.stats.generation_passes;
+    uint64_t slices = auto_collect_state().stats.generation_slices;
+    uint64_t passes = auto_collect_state().stats.generation_passes;
     EXPECT_EQ(gc_pass(2), 0);
     EXPECT_TRUE(in_progress()) << "one slice found all live: the rest waits";
-    EXPECT_EQ(internals.auto_collect.stats.generation_slices, slices + 1);
+    EXPECT_EQ(auto_collect_state().stats.generation_slices, slices + 1);
     EXPECT_EQ(registry_get()->middle_end, 0u) << "nothing ages before the last slice";
     int more = 0;
     while (in_progress()) {
@@ -262,7 +262,7 @@ TEST_F(GenerationSlices, AGenerationPassOverLiveHoldersGoesOnOverTheNextGCPasses
         more++;
     }
     EXPECT_EQ(more, 3) << "1000 holders, 256 a slice";
-    EXPECT_EQ(internals.auto_collect.stats.generation_passes, passes + 1);
+    EXPECT_EQ(auto_collect_state().stats.generation_passes, passes + 1);
     Registry *r = registry_get();
     EXPECT_EQ(r->old_end, 1000u) << "found live once while no cache dies: old";
     EXPECT_EQ(r->middle_end, 1000u);
@@ -335,9 +335,9 @@ TEST_F(GenerationSlices, AGeneration2CollectionRunsTheRestOfAPassFirst) {
     gc_pass(2);
     ASSERT_TRUE(in_progress());
     attach_dead(10);  // after the pass began: not its business
-    uint64_t passes = internals.auto_collect.stats.generation_passes;
+    uint64_t passes = auto_collect_state().stats.generation_passes;
     EXPECT_EQ(gc_pass(2), 10) << "the rest, then a new pass over the newcomers";
-    EXPECT_GE(internals.auto_collect.stats.generation_passes, passes + 1) << "the rest ran";
+    EXPECT_GE(auto_collect_state().stats.generation_passes, passes + 1) << "the rest ran";
     EXPECT_EQ(registry_get()->holders.size(), 1000u);
 }
 
@@ -446,7 +446,7 @@ TEST_F(GenerationSlices, SweepsComeSoonerWhileTheyFindCachesThatDiedOld) {
     gc_pass(2);
     gc_pass(2);  // every holder old: no generation pass to run
     ASSERT_FALSE(in_progress());
-    AutoCollectState &state = internals.auto_collect;
+    AutoCollectState &state = auto_collect_state();
     const AutoCollectState::Sweep saved = state.sweep;
     auto sweep_after = [&](double seconds_ago, double found_per_second) {
         state.seconds_per_holder = 1e-3;  // predicted 0.1 s: pace 4 s, busy pace 1.5 s
@@ -484,7 +484,7 @@ TEST_F(GenerationSlices, ASweepListsTheModuleDictsAnewWhenItBegins) {
     modules["coextra_test_replaced"] = module;
     py::object f = make_function("f");
     cache(f, py::make_tuple(f, globals));
-    AutoCollectState &state = internals.auto_collect;
+    AutoCollectState &state = auto_collect_state();
     const AutoCollectState::Sweep saved = state.sweep;
     state.sweep.active = false;
     state.sweep.ended = AutoCollectState::Clock::time_point{};  // a sweep is due
@@ -501,7 +501,7 @@ TEST_F(GenerationSlices, ASweepListsTheModuleDictsAnewWhenItBegins) {
 // dead they come at least every kYoungResumeInterval GC passes, and at every
 // one once a young pass finds one.
 TEST_F(GenerationSlices, YoungPassesBackOffWhileCachesLiveAndResumeOnceAnyPassFindsOneDead) {
-    AutoCollectState &state = internals.auto_collect;
+    AutoCollectState &state = auto_collect_state();
     const AutoCollectState::Sweep saved = state.sweep;
     state.sweep.ended = AutoCollectState::Clock::now();  // no sweep comes due meanwhile
     attach_live(10);
@@ -535,17 +535,17 @@ protected:
     void SetUp() override {
         GenerationSlices::SetUp();
         map = py::reinterpret_steal<py::object>(reinterpret_cast<PyObject *>(ephemeron_new()));
-        scans_before = internals.collector.map_scans;
+        scans_before = collector_state().map_scans;
         set_map_scan_due(false);
     }
     void TearDown() override {
         keys.clear();
         map = py::object();
-        internals.collector.map_scans = scans_before;
+        collector_state().map_scans = scans_before;
         GenerationSlices::TearDown();
     }
     void set_map_scan_due(bool due) {
-        MapScans &scans = internals.collector.map_scans;
+        MapScans &scans = collector_state().map_scans;
         scans.ended = due ? MapScans::Clock::time_point{} : MapScans::Clock::now();
         scans.seconds = due ? 0.0 : 1e6;
     }
@@ -584,14 +584,14 @@ TEST_F(MapGenerations, EntriesTwoPassesFoundLiveAreOldAndLeftToTheMapScan) {
     }
     EXPECT_FALSE(ephemeron_generations_pending()) << "young, then middle, then old";
     keys.clear();
-    uint64_t scans = internals.collector.map_scans.scans;
+    uint64_t scans = collector_state().map_scans.scans;
     attach_live(1);  // a generation pass has something to examine
     EXPECT_EQ(gc_pass(2), 0) << "old entries are not the generation pass's";
     EXPECT_EQ(m()->table.size(), 50u);
-    EXPECT_EQ(internals.collector.map_scans.scans, scans);
+    EXPECT_EQ(collector_state().map_scans.scans, scans);
     set_map_scan_due(true);
     EXPECT_EQ(gc_pass(2), 50) << "the map scan examines every entry";
-    EXPECT_EQ(internals.collector.map_scans.scans, scans + 1);
+    EXPECT_EQ(collector_state().map_scans.scans, scans + 1);
 }
 
 TEST_F(MapGenerations, AKeySetAndDeletedOverAndOverListsItOnce) {
@@ -655,7 +655,7 @@ TEST_F(MapGenerations, DeadMapEntriesLeaveTheHoldersTenuringAndCountsAlone) {
     EXPECT_EQ(collector_stats().auto_detached, auto_holders_before);
     EXPECT_EQ(collector_stats().entries_removed_by_collector, entries_before + 20);
     EXPECT_EQ(collector_stats().auto_entries_removed, auto_entries_before + 20);
-    EXPECT_EQ(internals.auto_collect.stats.last_generation_detached, 0u) << "holders only";
+    EXPECT_EQ(auto_collect_state().stats.last_generation_detached, 0u) << "holders only";
     EXPECT_EQ(auto_collect_entry_passes_to_old(), 2);
     EXPECT_EQ(auto_collect_passes_to_old(), 1);
     attach_live(300);

@@ -13,7 +13,7 @@
 #include <map>
 
 #include "holder.h"
-#include "internals.h"
+#include "lifecycle.h"
 #include "registry.h"
 
 namespace py = pybind11;

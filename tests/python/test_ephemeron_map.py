@@ -128,11 +128,17 @@ def test_setdefault_sets_only_a_missing_key_and_returns_the_value():
     assert len(m) == 2
 
 
-def test_popitem_removes_and_returns_each_pair_then_raises_when_empty():
+def numbered_map(n: int):
+    """A map of n fresh keys, each to its index, and the keys."""
     m = coextra.EphemeronMap()
-    keys = [Key() for _ in range(5)]
+    keys = [Key() for _ in range(n)]
     for i, k in enumerate(keys):
         m[k] = i
+    return m, keys
+
+
+def test_popitem_removes_and_returns_each_pair_then_raises_when_empty():
+    m, keys = numbered_map(5)
     popped = [m.popitem() for _ in keys]
     assert [v for _, v in popped] == [4, 3, 2, 1, 0], "the last added first, as dict.popitem"
     assert all(keys[v] is k for k, v in popped)
@@ -275,10 +281,7 @@ def test_keys_values_items_are_the_live_views_of_collections_abc():
 
 
 def test_iteration_keys_values_and_items_follow_insertion_order_as_dict():
-    m = coextra.EphemeronMap()
-    keys = [Key() for _ in range(100)]
-    for i, k in enumerate(keys):
-        m[k] = i
+    m, keys = numbered_map(100)
     for k in keys[10:60]:
         del m[k]
     m[keys[0]] = "replaced"  # keeps its place
@@ -292,10 +295,7 @@ def test_iteration_keys_values_and_items_follow_insertion_order_as_dict():
 
 
 def test_keys_values_and_items_pass_over_entries_that_leave_during_the_iteration():
-    m = coextra.EphemeronMap()
-    keys = [Key() for _ in range(10)]
-    for i, k in enumerate(keys):
-        m[k] = i
+    m, keys = numbered_map(10)
     seen = []
     for k, v in m.items():
         seen.append(v)
@@ -322,10 +322,7 @@ def test_keys_values_and_items_pass_over_entries_that_leave_during_the_iteration
 
 
 def test_items_gives_each_pair_its_own_key_and_value_when_pairs_are_kept():
-    m = coextra.EphemeronMap()
-    keys = [Key() for _ in range(50)]
-    for i, k in enumerate(keys):
-        m[k] = i
+    m, keys = numbered_map(50)
     kept = list(m.items())  # every pair held: none reused
     assert [(id(k), v) for k, v in kept] == [(id(k), i) for i, k in enumerate(keys)]
     assert [v for _, v in m.items()] == list(range(50))  # each dropped at once: reused
@@ -340,10 +337,7 @@ def test_views_made_over_another_mapping_iterate_it_as_collections_abc_does():
 
 
 def test_iteration_is_over_a_snapshot_so_mutating_meanwhile_is_safe():
-    m = coextra.EphemeronMap()
-    keys = [Key() for _ in range(20)]
-    for i, k in enumerate(keys):
-        m[k] = i
+    m, keys = numbered_map(20)
     added = []
     visited = []
     for k in m:
@@ -354,6 +348,31 @@ def test_iteration_is_over_a_snapshot_so_mutating_meanwhile_is_safe():
         m[new] = "new"  # grows the table while iterating
     assert {id(k) for k in visited} == {id(k) for k in keys}, "the keys at the start, each once"
     assert len(m) == len(added) and all(m[k] == "new" for k in added)
+    assert problems(m) == []
+
+
+def test_iteration_never_visits_an_entry_added_where_a_removed_one_was():
+    """Popping the last entry and adding another would put the new one where
+    the old one was; an iteration in progress must not meet it, nor miss or
+    repeat an entry when the table squeezes out a quarter of holes as it grows."""
+    m, keys = numbered_map(200)
+    added = []
+    visited = []
+    for k, v in m.items():
+        visited.append(v)
+        m.popitem()  # the last entry: keys[199] at first, then the one added below
+        new = Key()
+        added.append(new)
+        m[new] = "added"
+        for _ in range(3):  # churn: holes at the end, then growth
+            extra = Key()
+            added.append(extra)
+            m[extra] = "added"
+            del m[extra]
+    assert visited == list(range(199)), "in order, each once, never an added one"
+    assert problems(m) == []
+    for k in m:  # a walk that ended unpins: the table squeezes holes again
+        pass
     assert problems(m) == []
 
 
@@ -987,11 +1006,7 @@ def test_entry_and_value_go_at_once_when_the_key_dies():
 
 @pytest.mark.usefixtures("gc_disabled")
 def test_many_keys_dying_leave_the_table_consistent():
-    m = coextra.EphemeronMap()
-    keys = [Key() for _ in range(500)]
-    for i, k in enumerate(keys):
-        m[k] = i
-    del k
+    m, keys = numbered_map(500)
     survivors = keys[::3]
     del keys  # two thirds die, in insertion order
     assert len(m) == len(survivors)

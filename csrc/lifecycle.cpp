@@ -1,13 +1,20 @@
-// internals.cpp -- the one Internals object, its start-up and its shutdown.
-#include "internals.h"
+// lifecycle.cpp -- start-up, shutdown and fork, in their order (lifecycle.h).
+#include "lifecycle.h"
+
+#include "auto_collect.h"
+#include "collector.h"
+#include "ephemeron_map.h"
+#include "evalframe.h"
+#include "registry.h"
 
 #include <pthread.h>
 
 namespace coextra::detail {
 
-Internals internals;
-
 namespace {
+
+// The fork handler and the atexit callback are registered (once per process).
+bool process_hooks = false;
 
 // fork() copies the process with only the forking thread. State that another
 // thread had mid-flight (a collector pass, an evalframe compile, each of which
@@ -20,7 +27,7 @@ void after_fork_child() {
 }
 
 PyObject *shutdown_at_exit(PyObject *, PyObject *) {
-    internals_shutdown();
+    lifecycle_shutdown();
     Py_RETURN_NONE;
 }
 
@@ -43,7 +50,7 @@ int register_shutdown_at_exit() {
 
 }  // namespace
 
-PyObject *internals_start() {
+PyObject *lifecycle_start() {
     PyObject *registry = registry_init();
     if (registry == nullptr) {
         return nullptr;
@@ -56,7 +63,7 @@ PyObject *internals_start() {
         Py_DECREF(registry);
         return nullptr;
     }
-    if (!internals.process_hooks) {
+    if (!process_hooks) {
         if (pthread_atfork(nullptr, nullptr, after_fork_child) != 0) {
             PyErr_SetString(PyExc_ImportError, "coextra: pthread_atfork failed (out of memory)");
             Py_DECREF(registry);
@@ -66,12 +73,12 @@ PyObject *internals_start() {
             Py_DECREF(registry);
             return nullptr;
         }
-        internals.process_hooks = true;
+        process_hooks = true;
     }
     return registry;
 }
 
-void internals_shutdown() {
+void lifecycle_shutdown() {
     evalframe_disable();
     registry_teardown();
     collector_release_scratch();
