@@ -205,7 +205,7 @@ struct AutoCollectState {
     struct MapScan {
         bool active = false;
         MapScanCursor cursor;
-        double seconds = 0.0;           // this scan's slices so far
+        double seconds = 0.0;               // this scan's slices so far
         double seconds_per_position = 0.0;  // of the latest slice; 0 before any
         Clock::time_point next_slice{};
     };
