@@ -279,8 +279,9 @@ struct Pass {
 };
 
 // With Scratch::kReleaseLarge, a pass seeded with at most this many holders
-// (every young pass) keeps its scratch memory for the next one; a larger one
-// gives it back.
+// and map keys (every young pass) keeps its scratch memory for the next one;
+// a larger one -- such as a map scan slice or a generation slice seeding
+// many map entries -- gives it back.
 constexpr size_t kRetainedSeeds = 2048;
 
 // The __dict__ of every module in sys.modules, sorted by address: a pass never
@@ -1018,8 +1019,6 @@ Py_ssize_t run_pass(PassKind kind, MapSeeds maps, size_t first, size_t end, size
     state.running_thread = pthread_self();
     end = std::min(end, r->holders.size());
     first = std::min(first, end);
-    bool large = kind != PassKind::kSlice || end - first > kRetainedSeeds;
-    bool release = scratch == Scratch::kRelease || (large && scratch == Scratch::kReleaseLarge);
 
     Pass &pass = state.scratch->pass;
     pass.reset(node_budget);
@@ -1038,6 +1037,8 @@ Py_ssize_t run_pass(PassKind kind, MapSeeds maps, size_t first, size_t end, size
     } else {
         map_cursor.maps_left = 0;
     }
+    bool large = kind != PassKind::kSlice || seeds > kRetainedSeeds;
+    bool release = scratch == Scratch::kRelease || (large && scratch == Scratch::kReleaseLarge);
     state.scratch->module_dicts.refresh(/*force=*/kind == PassKind::kAll || state.relist_module_dicts);
     state.relist_module_dicts = false;
     bool ok = pass.graph.expect(seeds < node_budget ? seeds : node_budget, first, end);
