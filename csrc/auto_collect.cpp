@@ -55,14 +55,18 @@ MapSeeds generation_map_seeds() {
                                                                           : MapSeeds::kNo;
 }
 
-// Holders a slice may seed to take about kSliceSeconds.
-size_t slice_seeds() {
-    size_t seeds = static_cast<size_t>(kSliceMinSeeds);
-    if (state.seconds_per_holder > 0.0) {
-        seeds = std::max(seeds, static_cast<size_t>(kSliceSeconds / state.seconds_per_holder));
+// How many items (holders, or a map scan's table positions) a slice may
+// take to last about kSliceSeconds at `seconds_per_item` (0 before any was
+// measured): never fewer than kSliceMinSeeds.
+size_t slice_items(double seconds_per_item) {
+    size_t items = static_cast<size_t>(kSliceMinSeeds);
+    if (seconds_per_item > 0.0) {
+        items = std::max(items, static_cast<size_t>(kSliceSeconds / seconds_per_item));
     }
-    return seeds;
+    return items;
 }
+
+size_t slice_seeds() { return slice_items(state.seconds_per_holder); }
 
 // The first slot of the slice that ends at `end`: slices go down, never below `bottom`.
 size_t slice_first(size_t bottom, size_t end) { return end - std::min(end - bottom, slice_seeds()); }
@@ -231,14 +235,14 @@ Py_ssize_t run_map_scan_slice() {
         map_scan.cursor = collector_map_scan_start();
         map_scan.seconds = 0.0;
     }
-    size_t positions = static_cast<size_t>(kSliceMinSeeds);
-    if (map_scan.seconds_per_position > 0.0) {
-        positions = std::max(positions, static_cast<size_t>(kSliceSeconds / map_scan.seconds_per_position));
-    }
+    size_t positions = slice_items(map_scan.seconds_per_position);
     Py_ssize_t found = collector_collect_map_slice(&map_scan.cursor, positions, Scratch::kReleaseLarge);
     double seconds = collector_stats().last_seconds;
     map_scan.seconds += seconds;
-    map_scan.seconds_per_position = seconds / static_cast<double>(positions);
+    // Per position walked: the last slice of a scan walks fewer than it was given.
+    if (map_scan.cursor.visited != 0) {
+        map_scan.seconds_per_position = seconds / static_cast<double>(map_scan.cursor.visited);
+    }
     if (collector_map_scan_done(map_scan.cursor)) {
         map_scan.active = false;
         collector_record_map_scan(map_scan.seconds);

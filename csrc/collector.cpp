@@ -983,8 +983,8 @@ MapCursor resume_map_scan(const MapScanCursor &scan, size_t positions) {
     return cursor;
 }
 
-void save_map_scan(const MapCursor &cursor, MapScanCursor *scan) {
-    *scan = MapScanCursor{cursor.maps_left, cursor.slot, nullptr, 0, 0};
+void save_map_scan(const MapCursor &cursor, size_t positions, MapScanCursor *scan) {
+    *scan = MapScanCursor{cursor.maps_left, cursor.slot, nullptr, 0, 0, positions - cursor.positions_left};
     if (cursor.maps_left != 0) {
         const EphemeronMap *m = ephemeron_maps()[cursor.maps_left - 1];
         scan->map = m;
@@ -1052,7 +1052,7 @@ Py_ssize_t run_pass(PassKind kind, MapSeeds maps, size_t first, size_t end, size
         record_live_structures(pass);
     }
     if (scan != nullptr) {
-        save_map_scan(map_cursor, scan);  // before detaching, which may free maps
+        save_map_scan(map_cursor, scan_positions, scan);  // before detaching, which may free maps
     }
     Garbage found{-1, 0};
     if (ok) {
@@ -1137,7 +1137,7 @@ Py_ssize_t collector_collect_map_slice(MapScanCursor *cursor, size_t positions, 
                     std::max<size_t>(positions, 1));
 }
 
-MapScanCursor collector_map_scan_start() { return MapScanCursor{ephemeron_maps().size(), 0, nullptr, 0, 0}; }
+MapScanCursor collector_map_scan_start() { return MapScanCursor{ephemeron_maps().size(), 0, nullptr, 0, 0, 0}; }
 
 bool collector_map_scan_done(const MapScanCursor &cursor) { return cursor.maps_left == 0; }
 

@@ -68,13 +68,15 @@ struct MapScans {
 // ended, compared only (`map` is never dereferenced): another map at that
 // index makes the scan start its table over; a table that squeezed its
 // holes out, go on at the same share of it (an entry moved across the
-// cursor waits for the next scan).
+// cursor waits for the next scan). `visited` is how many positions the
+// latest slice walked: fewer than it was given when the scan ended.
 struct MapScanCursor {
     size_t maps_left = 0;
     size_t position = 0;
     const void *map = nullptr;
     size_t end = 0;
     uint64_t insertions = 0;
+    size_t visited = 0;
 };
 
 // What passes reuse from one to the next (collector.cpp).

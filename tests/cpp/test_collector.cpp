@@ -712,6 +712,21 @@ TEST_F(MapGenerations, AMapScanWhoseTableSqueezesBetweenSlicesEnds) {
     EXPECT_EQ(t.size(), keys.size());
 }
 
+// A slice of a map scan says how many positions it walked: all it was
+// given, or fewer when the scan ends within it. Automatic collection sizes
+// the next slice by the time per position walked, so a short last slice
+// must not make the next scan's first slice huge.
+TEST_F(MapGenerations, AMapScanSliceSaysHowManyPositionsItWalked) {
+    add_entries(1000);
+    MapScanCursor cursor = collector_map_scan_start();
+    ASSERT_GE(collector_collect_map_slice(&cursor, 600, Scratch::kKeep), 0);
+    EXPECT_EQ(cursor.visited, 600u);
+    EXPECT_FALSE(collector_map_scan_done(cursor));
+    ASSERT_GE(collector_collect_map_slice(&cursor, 600, Scratch::kKeep), 0);
+    EXPECT_TRUE(collector_map_scan_done(cursor));
+    EXPECT_EQ(cursor.visited, 400u) << "the scan ended 400 positions into the slice";
+}
+
 TEST_F(Collector, KeepsACodeWithAnOutsideReference) {
     py::object f = make_function("f");
     py::object code = f.attr("__code__");
