@@ -286,13 +286,17 @@ def conformance_large(session: nox.Session, version: str) -> None:
 def bench(session: nox.Session) -> None:
     """Every benchmark on the newest interpreter, one run, one summary:
     bench/*.py and the Google Benchmark binaries, merged by
-    scripts/bench_summary.py into bench/results/summary.{json,md} and
-    docs/benchmarks.md (the README links it). A benchmark that fails is
+    scripts/bench_summary.py into bench/results/summary.{json,md},
+    docs/benchmarks.md and the README's results block. A benchmark that fails is
     reported and the others still run; the session then fails."""
     version = NEWEST[0]
     results = ROOT / "bench" / "results"
-    shutil.rmtree(results, ignore_errors=True)
-    results.mkdir(parents=True)
+    results.mkdir(parents=True, exist_ok=True)
+    # The previous run's files go; the results of the commands this session
+    # does not run (scripts/bench_summary.py's EXTRAS: stress, soak, conformance) stay.
+    for old in results.iterdir():
+        if not old.name.startswith(("stress", "soak", "conformance")):
+            shutil.rmtree(old) if old.is_dir() else old.unlink()
     failed = []
 
     def run_logged(name: str, *command: str, env: dict | None = None) -> None:
@@ -316,7 +320,8 @@ def bench(session: nox.Session) -> None:
                    f"--benchmark_out={results / (binary.name + '.json')}", "--benchmark_out_format=json")
     try:
         session.run(python(version), str(ROOT / "scripts" / "bench_summary.py"), str(results),
-                    "--python", version, "--markdown-copy", str(ROOT / "docs" / "benchmarks.md"), external=True)
+                    "--python", version, "--markdown-copy", str(ROOT / "docs" / "benchmarks.md"),
+                    "--readme", str(ROOT / "README.md"), external=True)
     except nox.command.CommandFailed:
         failed.append("scripts/bench_summary.py")
     if failed:

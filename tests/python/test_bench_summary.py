@@ -76,3 +76,77 @@ def test_a_pyperf_suite_is_one_group_with_its_first_benchmark_as_reference(tmp_p
     group = summary["suites"][0]["groups"][0]
     assert group["reference"] == "ours"
     assert group["ratios"] == pytest.approx({"ours": 1.0, "theirs": 3.0})
+
+
+def test_the_results_of_commands_make_bench_does_not_run_get_a_section_or_the_command(tmp_path):
+    good = {"suite": "S", "groups": [{"title": "T", "unit": "ns", "reference": "a", "results": {"a": 1.0}}]}
+    soak = {"python": "3.11.7", "args": {"minutes": 1.0, "report_every": 60.0, "seed": 0, "no_auto": False},
+            "waves": 120, "failures": [],
+            "reports": [{"minutes": 1.0, "waves": 120, "holders": 3_000, "map_entries": 1_500, "dead_promised": 0,
+                         "dead_all": 40, "bound": 2_000, "dead_map_keys": 10, "latency_median_s": 0.2,
+                         "latency_p99_s": 1.5, "latency_max_s": 2.0, "rss_mib": 99.0, "auto_share": 0.07,
+                         "max_pause_s": 0.05, "gc_max_s": 0.3}]}
+    conformance = "## CPython 3.11.7, selection small\n\n| module | tests |\n|---|---:|\n| test_gc | 48 |\n"
+    _, markdown = run_summary(tmp_path, {"good.json": good, "soak-py3.11.json": soak})
+    assert "## Soak (tests/soak/waves.py)" in markdown
+    assert "`tests/soak/waves.py --minutes 1 --report-every 60 --seed 0` on " in markdown
+    assert "| 0 (2,000) / 40 |" in markdown and "120 waves: every check passed." in markdown
+    assert "## The stress demo (python -m coextra.stress)\n\nNot run in this make bench: run `" in markdown
+    assert "## Conformance (tests/conformance/run.py)\n\nNot run in this make bench: run `" in markdown
+    assert "## Pauses under torch.compile (bench_torch_pauses.py)\n\nNot run in this make bench" in markdown
+    (tmp_path / "conformance-py3.11-small.md").write_text(conformance)
+    _, markdown = run_summary(tmp_path, {})
+    assert "### CPython 3.11.7, selection small" in markdown and "| test_gc | 48 |" in markdown
+
+
+def test_bench_torch_pauses_results_are_a_suite(tmp_path):
+    torch = {"python": "3.11.7", "torch": "2.13", "waves": 12, "per_wave": 10, "seconds": 20.0, "coextra_s": 0.025,
+             "gc_s": 0.2, "auto_share": 0.05, "largest_pass_nodes": 1, "dead_attached": 0, "dropped": 90,
+             "map_entries": 30}
+    summary, markdown = run_summary(tmp_path, {"bench_torch_pauses.json": torch})
+    [suite] = summary["suites"]
+    assert suite["groups"][0]["ratios"]["coextra's longest automatic pause"] == pytest.approx(0.125)
+    assert markdown.count("## Pauses under torch.compile (bench_torch_pauses.py)") == 1
+    assert "Not run in this make bench (torch" not in markdown
+
+
+def test_the_readme_block_is_written_from_the_same_run_and_read_back_from_the_page(tmp_path):
+    lookup = {"suite": "Python lookup (bench_lookup.py)", "python": "3.13.0", "how": "timeit",
+              "groups": [{"title": "Lookup from Python, net of the call", "unit": "ns",
+                          "reference": "coextra.holder(code)",
+                          "results": {"coextra.holder(code)": 20.0, "WeakKeyDictionary.get(code)": 320.0}}]}
+    readme = tmp_path / "README.md"
+    readme.write_text("# x\n\nbefore\n<!-- bench-summary:begin -->\nold 1 ms\n<!-- bench-summary:end -->\nafter\n")
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "bench_lookup.json").write_text(json.dumps(lookup))
+    subprocess.run([sys.executable, SCRIPT, str(tmp_path / "results"), "--readme", str(readme)],
+                   check=True, capture_output=True, text=True)
+    text = readme.read_text()
+    assert "old 1 ms" not in text and text.startswith("# x\n\nbefore\n<!-- bench-summary:begin -->\n")
+    assert text.endswith("<!-- bench-summary:end -->\nafter\n")
+    row = ("| `coextra.holder(code)` from Python, net of the call | 20.0 ns | `WeakKeyDictionary.get`: 320.0 ns "
+           "| coextra 16x faster |")
+    assert row in text and "`make bench` on " in text and "CPython 3.13.0" in text
+    # The page the same run wrote gives the same block.
+    block = text[text.index("<!-- bench-summary:begin -->"):text.index("after")]
+    readme.write_text("<!-- bench-summary:begin -->\n<!-- bench-summary:end -->\nafter\n")
+    subprocess.run([sys.executable, SCRIPT, "--from-markdown", str(tmp_path / "results" / "summary.md"),
+                    "--readme", str(readme)], check=True, capture_output=True, text=True)
+    assert readme.read_text() == block + "after\n"
+
+
+def test_the_page_in_the_repository_reads_back_as_it_was_written():
+    sys.path.insert(0, os.path.dirname(SCRIPT))
+    try:
+        import bench_summary
+    finally:
+        sys.path.pop(0)
+    with open(os.path.join(REPO, "docs", "benchmarks.md"), encoding="utf-8") as fh:
+        page = fh.read()
+    summary = bench_summary.parse_markdown(page)
+    assert summary["suites"], "the page has make bench's suites"
+    again = bench_summary.markdown({**summary, "extras": bench_summary.extra_sections(None)})
+    suites_part = lambda text: text[:text.index("\n## " + bench_summary.TORCH_SUITE)]  # noqa: E731
+    if "\n## " + bench_summary.TORCH_SUITE not in page:
+        page = page.rstrip("\n") + "\n\n## " + bench_summary.TORCH_SUITE + "\n"
+    assert suites_part(again) == suites_part(page)
