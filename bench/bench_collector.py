@@ -153,7 +153,7 @@ def attach_workload(n: int, compiled: bool = False) -> float:
 def make_a_cache_die() -> None:
     """The collector finds one cache dead: from then on this process is a
     program whose caches die, and a holder needs two generation passes to
-    become old instead of one (adaptive tenuring, docs/collector.md)."""
+    become old instead of one (adaptive tenuring, docs/design.md)."""
     coextra.reset()
     f = make_functions(1, start=10**9)[0]
     coextra.attach(f, [f])
