@@ -1,126 +1,19 @@
-// auto_collect.h -- automatic collection, driven by gc.callbacks.
+// auto_collect.h -- automatic collection: coextra's callback in gc.callbacks.
 //
-// Policy. At the "start" of every CPython GC pass, at most one of these runs:
+// At the "start" of every CPython GC pass the callback runs auto_collect_run,
+// which runs at most one of three rules (1: the slices of a generation pass;
+// 2: a map scan slice, or else a sweep slice; 3: a young pass), and at the
+// "stop" auto_collect_after_gc (the generation pass's second look). What runs
+// when, and why that keeps the bound: docs/design.md, "Automatic collection"
+// (sections "Rule 1" to "Rule 3", "The bound", "Adaptive tenuring", "Map
+// entries and map scans"); the constants below are its table "Constants".
 //
-//   1. Generation pass. A generation-2 collection begins one when the middle
-//      or young generation (registry.h) is not empty: it examines those two
-//      generations as they are at that moment, in slices taken from the
-//      youngest down, each seeded with about kSliceSeconds' worth of holders
-//      (measured by the previous slice) and free to explore the whole node
-//      budget. The first slice runs in that collection, and so does every
-//      next one while the previous detached something, or -- in a program
-//      whose caches die (an automatic pass detached something since the
-//      previous generation pass began) -- while the holders left unexamined
-//      exceed the dead allowance, max(kBoundFloor, kBoundFraction times the
-//      others). The rest run one per GC pass, before anything else. When the
-//      last has run, its holders age: middle to old, young to middle -- or
-//      young straight to old in a program none of whose caches has died
-//      (no pass of the collector has found one dead yet: adaptive
-//      tenuring, below). Holders attached meanwhile stay young. A
-//      generation-2 collection that finds a pass still in progress first
-//      runs all of its rest.
-//
-//      The second look (auto_collect_after_gc). At the "start", what the
-//      collection is about to free still references what it did, such as a
-//      dropped function (in a cycle with its namespace) its code: that code
-//      is referenced from outside its cache until the collection ends. So at
-//      the "stop" of a generation-2 collection that freed objects, the pass
-//      begun at its start examines its holders again, from the top, by the
-//      same rules, and they age only after that.
-//
-//      This is the bound. A holder becomes old only by being found live by
-//      generation passes (or by coextra.collect()), so when a generation-2
-//      collection ends, the dead caches outside the old generation are at
-//      most the allowance in a program whose caches die (within the node
-//      budget); in one whose caches all live the collection stops at the
-//      first all-live slice, so its pause stays about kSliceSeconds. What a
-//      program has just dropped is among the youngest holders, in the first
-//      slices, which go on while they find garbage. A cache dies old only if
-//      it lived through two generation passes (one, before any cache of the
-//      program had died): the sweep (rule 2) finds it.
-//
-//      The cost follows growth, not size: every holder is examined by two
-//      generation passes, as CPython's own young generations do -- by one
-//      until a cache of the program is first found dead, since the second
-//      examination is for caches that die after a first found them live,
-//      and only doubles the cost of a program that keeps all it caches
-//      (one warming up). The first cache found dead brings the second
-//      examination back for good, from the holders of the pass in progress
-//      on: whether caches died in the last few passes says little about
-//      whether the ones just examined will, and a program whose caches
-//      died once keeps its bound for what it drops later. (A full
-//      pass per fixed fraction of growth would examine each holder about
-//      1/fraction times.) What was attached between two generation-2
-//      collections can be a quarter of the heap, which CPython examines in
-//      one pause; slices split it into pauses of about kSliceSeconds, spread
-//      over the GC passes that follow, whatever the number of holders.
-//      Short slices also cost less: a slice's scratch memory grows with its
-//      holders and each slice hands its own to the next, so only the pages
-//      of a pass's largest slice are touched fresh (each a page fault), and
-//      a short slice's arrays stay in the CPU's caches. Past a few thousand
-//      holders a slice's fixed costs are small (the module dicts are listed
-//      once per pass, collector_relist_module_dicts).
-//
-//      Ephemeron map entries have generations too (EntryGenerations in
-//      ephemeron_map.h): the first slice of a generation pass also seeds the
-//      keys of the young and middle entries, which age with the pass (a
-//      generation pass begins for them alone when no holder is young or
-//      middle). The keys that died old are the map scan's (rule 2).
-//
-//   2. Map scan slice, or else sweep slice. A map scan examines every
-//      map entry's key, in slices of consecutive table positions, each sized
-//      like a generation pass's slices (by the previous slice's time per
-//      position) and followed by at least kSliceSpacing times its duration
-//      without a slice; it finds the entries whose keys died old. One
-//      starts once kSweepPace times the previous one's duration (the sum of
-//      its slices) has gone by since it ended. A generation-2 collection
-//      runs a due slice too, after its generation pass's slices.
-//
-//      Every holder is swept in slices of consecutive holders,
-//      each sized like a generation pass's slices and followed by at least
-//      kSliceSpacing times its duration without a slice. A sweep starts once
-//      sweep_wait() has gone by since the previous one ended: kSweepPace times
-//      its predicted duration (time per holder times the holders attached),
-//      or, while sweeps find caches that died old, the time those would take
-//      at the previous sweep's rate to fill half the dead allowance, but not
-//      less than kSweepBusyPace times the predicted duration. This finds the
-//      caches that died old, and dead caches of any generation in a program
-//      that seldom reaches a generation-2 collection, at a cost of about
-//      1/kSweepPace of the program's time (up to about 1/kSweepBusyPace
-//      while it finds them) and with no pause longer than a slice.
-//
-//   3. Young pass. Otherwise: a pass seeded with the holders
-//      attached since the previous pass, with a small node budget
-//      (kYoungNodesPerHolder per seed plus kYoungBaseNodes), so that caches
-//      that die young are dropped at the rhythm of the GC itself. Young
-//      passes back off while they find nothing (a program whose caches stay
-//      live): after each empty one the next waits for twice as many GC
-//      passes, up to kYoungMaxInterval, and is seeded with the newest
-//      kYoungMaxSeeds holders only (the rest wait for the generation pass).
-//      One that detaches something resets the pace. So does, to at most
-//      kYoungResumeInterval, a generation or sweep slice that detaches
-//      something: caches die again, young or not (a program that drops its
-//      code just before a gc.collect() has its caches found by the
-//      generation pass, and its young passes find nothing). So a long
-//      spell of live caches can slow young passes down far: they only
-//      shorten the time a dead cache waits, and the generation passes keep
-//      the bound whatever their pace.
-//
-// Holders and map entries. The rules measure holders: a slice goes on while
-// it detaches holders, the dead allowance, the sweep's rate and the young
-// passes' pace count holders, and a holder's tenuring (passes to old) turns
-// to 2 when the collector first detaches a holder. Map entries found dead on
-// the way (by the map scan, or reached from a holder's product) are removed
-// and counted apart: every young and middle entry is examined by the first
-// slice of a generation pass, so they are no reason to go on with holders,
-// and a map entry's death says nothing about whether code caches die (a map
-// keyed by short-lived objects beside long-lived code). Map entries have
-// their own adaptive tenuring instead: one generation pass makes an entry old
-// until the collector first removes a map entry, two from then on
-// (auto_collect_entry_passes_to_old).
-//
-// Never during interpreter teardown (registry closed or finalizing), never
-// nested inside a running pass. Figures: docs/collector.md (make bench).
+// The contract. After a generation-2 collection, in a program whose caches
+// die, at most max(kBoundFloor, kBoundFraction x the live holders) dead
+// caches are attached outside the old generation (within the node budget).
+// Nothing runs during interpreter teardown (registry closed or finalizing)
+// or nested inside a running pass of the collector. Figures:
+// docs/benchmarks.md (make bench).
 #pragma once
 
 #include "collector.h"
@@ -131,17 +24,28 @@
 
 namespace coextra::detail {
 
+// A slice's target duration, in seconds (generation passes, sweeps, map scans).
 constexpr double kSliceSeconds = 0.0005;
+// A sweep or map scan slice is followed by at least this many times its duration without one.
 constexpr double kSliceSpacing = 4.0;
+// Between sweeps, and between map scans: this many times their duration.
 constexpr double kSweepPace = 40.0;
+// The shortest wait between sweeps that find caches that died old, in sweep durations.
 constexpr double kSweepBusyPace = 15.0;
+// The dead allowance: max(kBoundFloor, kBoundFraction x the other holders).
 constexpr double kBoundFloor = 2000.0;
 constexpr double kBoundFraction = 0.1;
+// The fewest holders a generation or sweep slice seeds.
 constexpr Py_ssize_t kSliceMinSeeds = 256;
+// The node budget of young passes and sweep slices: this much per seed, plus kYoungBaseNodes.
 constexpr Py_ssize_t kYoungNodesPerHolder = 64;
 constexpr Py_ssize_t kYoungBaseNodes = 4096;
+// Young passes that find nothing back off to every kYoungMaxInterval-th GC pass at most,
+// and come back to at least every kYoungResumeInterval-th once a generation or sweep slice
+// detaches a holder.
 constexpr int kYoungMaxInterval = 1024;
 constexpr int kYoungResumeInterval = 64;
+// The most holders a young pass seeds (the newest; the rest wait for the generation pass).
 constexpr Py_ssize_t kYoungMaxSeeds = 1024;
 
 struct AutoCollectStats {
@@ -195,7 +99,7 @@ struct AutoCollectState {
     // CollectorStats::detached_by_collector at the program's start: 0 (the
     // C++ tests set it to begin a program afresh). Any more since: a cache
     // of this program has died, so holders need two generation passes to
-    // become old (adaptive tenuring, rule 1).
+    // become old (docs/design.md, "Adaptive tenuring").
     uint64_t detached_at_program_start = 0;
     // The same for map entries: CollectorStats::entries_removed_by_collector.
     uint64_t entries_removed_at_program_start = 0;
@@ -229,7 +133,8 @@ struct Registry;
 Py_ssize_t auto_collect_run(Registry *r, long gc_generation);
 
 // The second look, for the "stop" of a GC pass that freed `collected`
-// objects (rule 1): what it detached, or -1 with an exception.
+// objects (docs/design.md, "Rule 1"): what it detached, or -1 with an
+// exception.
 Py_ssize_t auto_collect_after_gc(Py_ssize_t collected);
 
 // 1 when coextra's callback is in gc.callbacks, 0 when not, -1 with an exception.
@@ -237,7 +142,7 @@ int auto_collect_get();
 
 // How many generation passes must find a holder live before it is old: 1
 // until a pass of the collector has first found a cache dead, then 2
-// (adaptive tenuring, rule 1).
+// (docs/design.md, "Adaptive tenuring").
 int auto_collect_passes_to_old();
 // The same for ephemeron map entries: 1 until a pass of the collector has
 // first removed a map entry, then 2.
