@@ -1,7 +1,7 @@
 """Merges every benchmark result of one `make bench` run into summary.json and summary.md.
 
     python scripts/bench_summary.py RESULTS_DIR [--markdown-copy docs/benchmarks.md] [--readme README.md]
-    python scripts/bench_summary.py --from-markdown docs/benchmarks.md --readme README.md
+    python scripts/bench_summary.py --from-markdown docs/benchmarks.md [--readme README.md] [--markdown-copy FILE]
 
 Reads every *.json in RESULTS_DIR (except the summary itself and the results of
 the commands make bench does not run, below) in one of these formats:
@@ -29,7 +29,9 @@ writes it; make bench keeps these files from one run to the next.
 --readme FILE rewrites the block between README_BEGIN and README_END in FILE:
 the headline figures of the same run (HEADLINES), with the command and the
 date, so that no figure of the README is written by hand. --from-markdown
-reads a summary back from a page this script wrote, for that block alone.
+reads a summary back from a page this script wrote, for that block, or to
+write the page again with this script's sections (RESULTS_DIR, if given,
+for the commands make bench does not run).
 """
 
 from __future__ import annotations
@@ -267,7 +269,7 @@ def markdown(summary: dict) -> str:
                         f"{'met' if check['passed'] else 'NOT met'}."]
     if not any(suite["suite"] == TORCH_SUITE for suite in summary["suites"]):
         out += ["", f"## {TORCH_SUITE}", "",
-                "Not run in this make bench (torch is not installed in its interpreter): run "
+                "Not run in this make bench (it skips the script without torch in its interpreter): run "
                 f"`{TORCH_COMMAND}`, then `{RERUN}`."]
     for section in summary.get("extras", []):
         out += ["", f"## {section['heading']}", "", *section["lines"]]
@@ -443,6 +445,11 @@ def main() -> int:
             summary = parse_markdown(fh.read())
         if args.readme:
             write_readme(args.readme, summary)
+        if args.markdown_copy:
+            # The page again, with this script's sections for what make bench does not run.
+            summary["extras"] = extra_sections(args.results)
+            with open(args.markdown_copy, "w") as fh:
+                fh.write(markdown(summary))
         print(readme_block(summary))
         return 0
     if not args.results:
