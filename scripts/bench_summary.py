@@ -407,9 +407,7 @@ def headline_rows(summary: dict) -> list[list[str]]:
     return rows
 
 
-def readme_block(summary: dict | None) -> str:
-    if summary is None:
-        return "\n".join([README_BEGIN, "No results yet: run `make bench`.", README_END])
+def readme_block(summary: dict) -> str:
     env = summary["environment"]
     rows = headline_rows(summary)
     lines = [README_BEGIN,
@@ -420,7 +418,7 @@ def readme_block(summary: dict | None) -> str:
     return "\n".join(lines + [README_END])
 
 
-def write_readme(path: str, summary: dict | None) -> None:
+def write_readme(path: str, summary: dict) -> None:
     with open(path, encoding="utf-8") as fh:
         text = fh.read()
     begin, end = text.find(README_BEGIN), text.find(README_END)
@@ -468,9 +466,9 @@ def main() -> int:
                 print(f"not merged: {error}", file=sys.stderr)
                 not_merged.append(entry)
     if not suites:
-        print(f"no benchmark results in {args.results}", file=sys.stderr)
-        if args.readme:
-            write_readme(args.readme, None)
+        print(f"no benchmark results in {args.results}: run make bench, or add the results of the other "
+              f"commands to the page as it is with --from-markdown docs/benchmarks.md --markdown-copy "
+              f"docs/benchmarks.md", file=sys.stderr)
         return 1
     pythons = [s["python"] for s in suites if "python" in s]
     python = args.python or (max(set(pythons), key=pythons.count) if pythons else platform.python_version())
