@@ -202,7 +202,8 @@ def render_conformance(path: str) -> list[str]:
         text = fh.read().strip("\n")
     # run.py's page begins at "##": one level down, under this section.
     lines = [("#" + line) if line.startswith("#") else line for line in text.splitlines()]
-    return [f"`tests/conformance/run.py ... --markdown {os.path.relpath(path)}` on {file_date(path)}:", ""] + lines
+    return [f"The page `tests/conformance/run.py --markdown` wrote ({os.path.basename(path)}), on "
+            f"{file_date(path)}:", ""] + lines
 
 
 # The commands make bench does not run: (heading, file pattern in RESULTS_DIR, command, renderer).
