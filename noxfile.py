@@ -293,9 +293,9 @@ def bench(session: nox.Session) -> None:
     results = ROOT / "bench" / "results"
     results.mkdir(parents=True, exist_ok=True)
     # The previous run's files go; the results of the commands this session
-    # does not run (scripts/bench_summary.py's EXTRAS: stress, soak, conformance) stay.
+    # does not run (scripts/bench_summary.py's EXTRA_PREFIXES) stay.
     for old in results.iterdir():
-        if not old.name.startswith(("stress", "soak", "conformance")):
+        if not old.name.startswith(("stress", "soak", "conformance", "leakcheck")):
             shutil.rmtree(old) if old.is_dir() else old.unlink()
     failed = []
 

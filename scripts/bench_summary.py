@@ -22,7 +22,7 @@ A file in none of these formats is listed as not merged (and the run fails).
 Every figure is reported as a ratio to its group's reference, measured in the same run.
 
 The results of commands make bench does not run (EXTRAS: the stress demo, the
-soak, CPython's tests under the backend) get a section each when their file is
+soak, CPython's tests under the backend, the leak scenarios) get a section each when their file is
 in RESULTS_DIR, dated by the file, and otherwise a line naming the command that
 writes it; make bench keeps these files from one run to the next.
 
@@ -206,6 +206,17 @@ def render_conformance(path: str) -> list[str]:
             f"{file_date(path)}:", ""] + lines
 
 
+def render_leakcheck(path: str) -> list[str]:
+    with open(path) as fh:
+        data = json.load(fh)
+    rows = [[o["name"], o["status"], f"{o['seconds']:.1f} s", o["detail"] or ""] for o in data["scenarios"]]
+    failed = sum(o["status"] != "PASS" for o in data["scenarios"])
+    out = [f"`tests/scenarios/run.py --tool {data['tool']}`, tier {data['tier']}, on {file_date(path)}, "
+           f"CPython {data['python']} ({os.path.basename(path)}):", ""]
+    out += table(["scenario", "outcome", "time", "what the checker reported"], rows, "llrl")
+    return out + ["", f"{len(rows) - failed} passed, {failed} failed in {data['seconds']:.1f} s."]
+
+
 # The commands make bench does not run: (heading, file pattern in RESULTS_DIR, command, renderer).
 EXTRAS = [
     ("The stress demo (python -m coextra.stress)", re.compile(r"stress.*\.json"),
@@ -217,9 +228,12 @@ EXTRAS = [
     ("Conformance (tests/conformance/run.py)", re.compile(r"conformance.*\.md"),
      ".venv/py3.13/bin/python tests/conformance/run.py --selection small --jobs 2 "
      "--markdown bench/results/conformance-py3.13-small.md", render_conformance),
+    ("Leak checks (tests/scenarios/run.py)", re.compile(r"leakcheck.*\.json"),
+     "valgrind/run.sh 3.11 -- --tier full --json bench/results/leakcheck-valgrind-py3.11.json",
+     render_leakcheck),
 ]
 # make bench keeps these files from one run to the next (noxfile.py, session bench).
-EXTRA_PREFIXES = ("stress", "soak", "conformance")
+EXTRA_PREFIXES = ("stress", "soak", "conformance", "leakcheck")
 
 
 def is_extra(name: str) -> bool:

@@ -150,3 +150,18 @@ def test_the_page_in_the_repository_reads_back_as_it_was_written():
     if "\n## " + bench_summary.TORCH_SUITE not in page:
         page = page.rstrip("\n") + "\n\n## " + bench_summary.TORCH_SUITE + "\n"
     assert suites_part(again) == suites_part(page)
+
+
+def test_make_bench_keeps_exactly_the_files_of_the_commands_it_does_not_run():
+    sys.path.insert(0, os.path.dirname(SCRIPT))
+    try:
+        import bench_summary
+    finally:
+        sys.path.pop(0)
+    for _, pattern, command, _ in bench_summary.EXTRAS:
+        assert any(pattern.pattern.startswith(prefix) for prefix in bench_summary.EXTRA_PREFIXES), pattern
+        assert "bench/results/" in command
+    with open(os.path.join(REPO, "noxfile.py"), encoding="utf-8") as fh:
+        noxfile = fh.read()
+    prefixes = ", ".join(f'"{prefix}"' for prefix in bench_summary.EXTRA_PREFIXES)
+    assert f"startswith(({prefixes}))" in noxfile, "noxfile.py's bench session keeps the same files"

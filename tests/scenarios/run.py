@@ -17,12 +17,15 @@ Tools:
 Every run uses PYTHONMALLOC=malloc, so each Python object is its own malloc block
 that the checker can see. One line per scenario: PASS or FAIL (with the reason and
 the log file). Exits 1
-if any scenario failed. Logs go to build/leakcheck/<tool>-<python>/<name>.log.
+if any scenario failed. Logs go to build/leakcheck/<tool>-<python>/<name>.log;
+--json FILE also writes every outcome there (docs/benchmarks.md's "Leak checks"
+section, from bench/results/leakcheck*.json).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shlex
@@ -229,6 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tier", default="quick", choices=["quick", "full", "planted"],
                         help="which scenarios of LIST to run when no names are given (default: quick)")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per scenario")
+    parser.add_argument("--json", help="also write every scenario's outcome to this file "
+                                       "(scripts/bench_summary.py merges bench/results/leakcheck*.json)")
     parser.add_argument("names", nargs="*", help="run these scenarios (any tier) instead")
     args = parser.parse_args(argv)
 
@@ -247,11 +252,14 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(log_dir, exist_ok=True)
 
     counts = {"PASS": 0, "FAIL": 0}
+    outcomes = []
     started = time.monotonic()
     for s in scenarios:
         t0 = time.monotonic()
         outcome = run_one(s, args.tool, args.python, version, env, log_dir, args.timeout)
         counts[outcome.status] += 1
+        outcomes.append({"name": s.name, "status": outcome.status, "seconds": time.monotonic() - t0,
+                         "detail": outcome.detail})
         line = f"{outcome.status:4}  {s.name:26} {args.tool} CPython {version}  {time.monotonic() - t0:6.1f} s"
         if outcome.detail:
             line += f"  {outcome.detail}"
@@ -260,6 +268,11 @@ def main(argv: list[str] | None = None) -> int:
         print(line, flush=True)
     print(f"scenarios ({args.tool}, CPython {version}): {counts['PASS']} passed, "
           f"{counts['FAIL']} failed in {time.monotonic() - started:.1f} s")
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w") as fh:
+            json.dump({"tool": args.tool, "python": version, "tier": "named" if args.names else args.tier,
+                       "scenarios": outcomes, "seconds": time.monotonic() - started}, fh, indent=2)
     return 1 if counts["FAIL"] else 0
 
 
