@@ -3,6 +3,7 @@
 
 #include "ephemeron_map.h"
 #include "heap_graph.h"
+#include "node_rules.h"
 #include "holder.h"
 #include "registry.h"
 
