@@ -21,12 +21,12 @@ enum NodeFlags : uint32_t {
     NODE_LIVE = 2,      // reachable from a root
     NODE_BY_HOLDER = 4, // indexed by its holder's registry slot, not in the address index
     NODE_DEFERRED = 8,  // a structure a recent pass found live: left unexpanded unless
-                        // this pass's counts say it may have died (collector.cpp)
+                        // this pass's counts say it may have died (live_structures.h)
 };
 
 // A node's unexplained count has kCountBits bits, so that a node is 16 bytes:
 // the node array is among the largest of a pass, and a large pass touches its
-// pages fresh (see Pass in collector.cpp). A reference count above kMaxCount
+// pages fresh (see Pass in collector_pass.h). A reference count above kMaxCount
 // is stored as kMaxCount; a graph records fewer edges than that
 // (HeapGraph::kMaxEdges), so such a node keeps a positive count and stays a
 // root -- conservative, and what an object so referenced is anyway.

@@ -2,7 +2,7 @@
 // explain()) has explored: its nodes, the edges between them, and the two
 // indexes that find a node from its object.
 //
-// Owned by the pass (Pass, collector.cpp) or the explain() search that
+// Owned by the pass (Pass, collector_pass.h) or the explain() search that
 // fills it. Everything here is filled from tp_traverse callbacks, that is from
 // C frames a C++ exception must not cross, and while no Python code may run
 // (docs/design.md, invariant 5). So: PodArrays that report allocation failure
