@@ -15,6 +15,7 @@
 #pragma once
 
 #include "compat.h"
+#include "map_seeds.h"  // MapSeeds and MapScanCursor, in the calls below
 
 #include <chrono>
 #include <cstdint>
@@ -59,27 +60,8 @@ struct MapScans {
     void record(double duration);
 };
 
-// Where a sliced map scan goes on: maps are scanned from the last of
-// ephemeron_maps() down (a freed map's index gets the last map, which is
-// then scanned again, never skipped; maps made meanwhile are not scanned),
-// each table from its first position up. `maps_left` counts the maps not
-// finished: the current one is maps[maps_left - 1]. `map`, `end` and
-// `insertions` are that map's and its table's when the previous slice
-// ended, compared only (`map` is never dereferenced): another map at that
-// index makes the scan start its table over; a table that squeezed its
-// holes out, go on at the same share of it (an entry moved across the
-// cursor waits for the next scan). `visited` is how many positions the
-// latest slice walked: fewer than it was given when the scan ended.
-struct MapScanCursor {
-    size_t maps_left = 0;
-    size_t position = 0;
-    const void *map = nullptr;
-    size_t end = 0;
-    uint64_t insertions = 0;
-    size_t visited = 0;
-};
-
-// What passes reuse from one to the next (collector.cpp).
+// What passes reuse from one to the next: a pass's arrays and the prune
+// lists (collector.cpp).
 struct CollectorScratch;
 
 // The collector's state (collector.cpp).
@@ -110,11 +92,6 @@ struct CollectorState {
 // exception (MemoryError; RuntimeError once the registry is gone). Returns 0
 // when a collection is already running.
 Py_ssize_t collector_collect_all();
-
-// Which ephemeron map entries' keys a pass also seeds: none, those of the
-// entries' generations a generation pass examines (ephemeron_map.h), or every
-// entry's (a map scan).
-enum class MapSeeds { kNo, kGenerations, kAll };
 
 // What a pass does with its scratch memory when it ends: gives it back
 // (kRelease), so that it does not add to what every holder costs; gives it
@@ -163,7 +140,7 @@ void collector_after_fork_child();
 
 // A pass never expands the __dict__ of a module in sys.modules, and lists
 // them anew before every collect(), before the next pass after this call, and
-// otherwise only when sys.modules has changed size (collector.cpp). Automatic
+// otherwise only when sys.modules has changed size (module_dicts.h). Automatic
 // collection calls it when a generation pass or a sweep begins, not for each
 // of its slices: listing walks sys.modules, which in a large program costs a
 // good share of a slice.
@@ -171,7 +148,7 @@ void collector_relist_module_dicts();
 
 // Automatic passes leave the large structures a recent pass found live
 // unexplored, as long as their reference counts say they are still live
-// (LiveStructures, collector.cpp). This forgets them: the next pass to meet
+// (live_structures.h). This forgets them: the next pass to meet
 // one explores it again. Automatic collection calls it when a generation
 // pass begins, so that a structure that died in a way the counts cannot
 // tell is explored by the next pass to meet it from then on: the

@@ -9,6 +9,7 @@
 
 #include "ephemeron_map.h"
 #include "heap_graph.h"
+#include "node_rules.h"
 #include "registry.h"
 
 namespace coextra::detail {

@@ -1,0 +1,150 @@
+// live_structures.cpp -- keeping and recording the large structures passes
+// found live (live_structures.h).
+#include "live_structures.h"
+
+#include "collector_pass.h"
+#include "heap_graph.h"
+
+#include <algorithm>
+
+namespace coextra::detail {
+
+void LiveStructures::add(const LiveStructure &s) {
+    size_t at = count_;
+    for (size_t i = 0; i < count_; i++) {
+        if (items_[i].op == s.op) {
+            at = i;
+        }
+    }
+    if (at == kMax) {
+        at = 0;
+        for (size_t i = 1; i < count_; i++) {
+            if (items_[i].objects < items_[at].objects) {
+                at = i;
+            }
+        }
+        if (items_[at].objects >= s.objects) {
+            return;
+        }
+    }
+    items_[at] = s;
+    count_ = std::max(count_, at + 1);
+    refilter();
+}
+
+void LiveStructures::remove(PyObject *op) {
+    for (size_t i = 0; i < count_; i++) {
+        if (items_[i].op == op) {
+            items_[i] = items_[--count_];
+            refilter();
+            return;
+        }
+    }
+}
+
+void LiveStructures::refilter() {
+    filter_ = 0;
+    for (size_t i = 0; i < count_; i++) {
+        filter_ |= bit(items_[i].op);
+    }
+}
+
+namespace {
+
+// Whether node i of a finished analysis may be recorded as a live structure:
+// expanded, referenced from outside the graph, not a code object (what
+// passes decide about), with at least kLiveStructureObjects objects explored
+// in its subtree.
+bool may_be_live_structure(const GraphNode &node, uint32_t subtree) {
+    return subtree >= kLiveStructureObjects && (node.flags & NODE_EXPANDED) && node.unexplained > 0 &&
+           !(node.flags & NODE_BY_HOLDER) && !PyCode_Check(node.op);
+}
+
+}  // namespace
+
+// A node's subtree: itself, the nodes it discovered, theirs, and so on, with
+// the objects explored as part of each (every node was discovered by an
+// earlier one, so one backward sweep sums them).
+void record_live_structures(Pass &pass) {
+    const HeapGraph &g = pass.graph;
+    size_t n = g.nodes.size();
+    if (g.explored() < kLiveStructureObjects || g.budget_exhausted || pass.discoverer.size() != n ||
+        !pass.subtree.assign_bytes(n, 0)) {
+        return;
+    }
+    PodArray<uint32_t> &subtree = pass.subtree;
+    PodArray<uint32_t> &structure_of = pass.discoverer;  // rewritten in place, front to back
+    for (size_t i = n; i-- > 0;) {
+        subtree[i] += 1 + pass.merged_into[i];
+        if (structure_of[i] != HeapGraph::kNone) {
+            subtree[structure_of[i]] += subtree[i];
+        }
+    }
+    // Each node's topmost recordable ancestor (itself included), or kNone:
+    // its discoverer's entry already holds the discoverer's.
+    PodArray<uint32_t> &recorded = pass.stack;  // free after propagate_liveness
+    recorded.clear();
+    for (size_t i = 0; i < n; i++) {
+        uint32_t d = structure_of[i];
+        uint32_t top = d != HeapGraph::kNone ? structure_of[d] : HeapGraph::kNone;
+        if (top == HeapGraph::kNone && may_be_live_structure(g.nodes[i], subtree[i])) {
+            top = static_cast<uint32_t>(i);
+            if (!recorded.push(top)) {
+                return;
+            }
+        }
+        structure_of[i] = top;
+    }
+    if (recorded.size() > LiveStructures::kMax) {  // the largest ones
+        std::partial_sort(&recorded[0], &recorded[0] + LiveStructures::kMax, &recorded[0] + recorded.size(),
+                          [&](uint32_t a, uint32_t b) { return subtree[a] > subtree[b]; });
+    }
+    size_t count = std::min(recorded.size(), LiveStructures::kMax);
+    // The references into each from everything it reaches, by a search over
+    // the graph from it; stamps in structure_of (no longer needed), the
+    // search's stack in pass.deferred (explore_and_count is over).
+    for (size_t i = 0; i < n; i++) {
+        structure_of[i] = HeapGraph::kNone;
+    }
+    // The searches together visit at most about a quarter of the graph: in
+    // a pass over a heap of millions of objects, recording costs a small
+    // share of what exploring did.
+    size_t work_left = n / 4 + 4 * kLiveStructureObjects;
+    for (size_t r = 0; r < count; r++) {
+        uint32_t x = recorded[r];
+        uint32_t back_references = 0;
+        size_t reached = 0;
+        size_t limit = std::min(2 * static_cast<size_t>(subtree[x]) + 64, work_left);
+        bool known = true;  // every node it reaches expanded, and not too many
+        PodArray<uint32_t> &stack = pass.deferred;
+        stack.clear();
+        structure_of[x] = static_cast<uint32_t>(r);
+        if (!stack.push(x)) {
+            return;
+        }
+        while (known && !stack.empty()) {
+            uint32_t node = stack.pop();
+            if (!(g.nodes[node].flags & NODE_EXPANDED) || ++reached > limit) {
+                known = false;
+                break;
+            }
+            for (uint32_t e = g.nodes[node].first_edge; e != HeapGraph::kNone; e = g.edges[e].next) {
+                uint32_t target = g.edges[e].target;
+                back_references += target == x;
+                if (structure_of[target] != r) {
+                    structure_of[target] = static_cast<uint32_t>(r);
+                    if (!stack.push(target)) {
+                        return;
+                    }
+                }
+            }
+        }
+        work_left -= std::min(work_left, reached);
+        if (known) {
+            PyObject *op = g.nodes[x].op;
+            pass.live_structures.add(LiveStructure{op, Py_TYPE(op), back_references, subtree[x]});
+        }
+    }
+}
+
+}  // namespace coextra::detail
