@@ -9,34 +9,34 @@
 
 namespace coextra::detail {
 
-void generations_begin_pass() {
+namespace {
+
+// Applies a step to every kind: `holders` to the registry's runs (given the
+// number of holders), whose table is then checked, and `map` to each map.
+template <typename Holders, typename Map>
+void step_every_kind(Holders holders, Map map) {
     if (Registry *r = registry_current()) {
-        r->generations.begin_pass(r->holders.size());
+        holders(r->generations, r->holders.size());
         registry_validate(r);
     }
     for (EphemeronMap *m : ephemeron_maps()) {
-        ephemeron_generations_begin_pass(m);
+        map(m);
     }
+}
+
+}  // namespace
+
+void generations_begin_pass() {
+    step_every_kind([](Generations &g, size_t end) { g.begin_pass(end); }, ephemeron_generations_begin_pass);
 }
 
 void generations_age(bool holders_straight_to_old, bool entries_straight_to_old) {
-    if (Registry *r = registry_current()) {
-        r->generations.age(holders_straight_to_old);
-        registry_validate(r);
-    }
-    for (EphemeronMap *m : ephemeron_maps()) {
-        ephemeron_generations_age(m, entries_straight_to_old);
-    }
+    step_every_kind([=](Generations &g, size_t) { g.age(holders_straight_to_old); },
+                    [=](EphemeronMap *m) { ephemeron_generations_age(m, entries_straight_to_old); });
 }
 
 void generations_all_old() {
-    if (Registry *r = registry_current()) {
-        r->generations.all_old(r->holders.size());
-        registry_validate(r);
-    }
-    for (EphemeronMap *m : ephemeron_maps()) {
-        ephemeron_unlist_all(m);
-    }
+    step_every_kind([](Generations &g, size_t end) { g.all_old(end); }, ephemeron_unlist_all);
 }
 
 }  // namespace coextra::detail
