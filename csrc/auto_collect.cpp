@@ -3,6 +3,7 @@
 
 #include "collector.h"
 #include "ephemeron_map.h"
+#include "generations.h"
 #include "registry.h"
 
 #include <algorithm>
@@ -100,9 +101,8 @@ bool caches_died_lately() { return collector_stats().auto_detached != generation
 void begin_generation_pass(Registry *r, MapSeeds maps) {
     collector_relist_module_dicts();
     collector_forget_live_structures();
-    registry_begin_generation_pass(r);
-    ephemeron_begin_generation_pass();
-    generation = GenerationPass{true, r->pass_end, maps, 0, collector_stats().auto_detached,
+    generations_begin_pass();
+    generation = GenerationPass{true, r->generations.pass_end, maps, 0, collector_stats().auto_detached,
                                 generation.auto_detached_at_begin};
 }
 
@@ -137,21 +137,21 @@ Py_ssize_t run_generation_slices(bool keep_bound, bool age = true) {
             generation.active = false;
             return detached;
         }
-        size_t end = std::max(std::min(generation.cursor, r->pass_end), r->old_end);
-        if (end == r->old_end && generation.maps == MapSeeds::kNo) {
+        const Generations &runs = r->generations;
+        size_t end = std::max(std::min(generation.cursor, runs.pass_end), runs.old_end);
+        if (end == runs.old_end && generation.maps == MapSeeds::kNo) {
             if (!age) {
                 return detached;
             }
             // Adaptive tenuring (auto_collect.h, rule 1), of each kind apart.
-            registry_age_generations(r, auto_collect_passes_to_old() == 1);
-            ephemeron_age_generations(auto_collect_entry_passes_to_old() == 1);
+            generations_age(auto_collect_passes_to_old() == 1, auto_collect_entry_passes_to_old() == 1);
             generation.active = false;
             stats.generation_passes++;
             stats.last_generation_detached = generation.detached;
             return detached;
         }
-        size_t first = slice_first(r->old_end, end);
-        bool last = first == r->old_end;
+        size_t first = slice_first(runs.old_end, end);
+        bool last = first == runs.old_end;
         SliceFound slice = run_slice(first, end, collector_budget(), generation.maps,
                                      last ? Scratch::kRelease : Scratch::kKeep);
         stats.generation_slices++;
@@ -167,7 +167,8 @@ Py_ssize_t run_generation_slices(bool keep_bound, bool age = true) {
             if (r == nullptr || r->closed) {
                 continue;
             }
-            size_t unexamined = std::min(first, r->pass_end) - std::min(first, r->old_end);
+            size_t unexamined =
+                std::min(first, r->generations.pass_end) - std::min(first, r->generations.old_end);
             if (!keep_bound || !caches_died_lately() ||
                 static_cast<double>(unexamined) <= dead_allowance(r->holders.size() - unexamined)) {
                 return detached;
@@ -299,7 +300,7 @@ Py_ssize_t auto_collect_run(Registry *r, long gc_generation) {
             return detached;
         }
         MapSeeds maps = generation_map_seeds();
-        if (r->old_end < r->holders.size() || maps != MapSeeds::kNo) {
+        if (r->generations.pending(r->holders.size()) || maps != MapSeeds::kNo) {
             begin_generation_pass(r, maps);
             generation.second_look_due = true;
             Py_ssize_t found = run_generation_slices(true, false);
@@ -337,12 +338,12 @@ Py_ssize_t auto_collect_after_gc(Py_ssize_t collected) {
     }
     if (collected > 0) {
         // From the top again, with the map entries' generations in the first slice.
-        generation.cursor = r->pass_end;
+        generation.cursor = r->generations.pass_end;
         generation.maps = ephemeron_generations_pending() ? MapSeeds::kGenerations : MapSeeds::kNo;
         return run_generation_slices(true);
     }
     // Nothing freed, nothing to see again: a pass examined to the bottom ages.
-    return generation.cursor <= r->old_end ? run_generation_slices(false) : 0;
+    return generation.cursor <= r->generations.old_end ? run_generation_slices(false) : 0;
 }
 
 namespace {

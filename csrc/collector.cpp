@@ -149,8 +149,7 @@ Py_ssize_t run_pass(PassKind kind, MapSeeds maps, size_t first, size_t end, size
         // code run while detaching start young. Ageing moves only the
         // generations' bounds, not the holders detach_garbage finds by slot.
         if (kind == PassKind::kAll) {
-            registry_all_old(r);
-            ephemeron_all_old();
+            generations_all_old();
         }
         found = detach_garbage(pass, r->holders);
     } else {

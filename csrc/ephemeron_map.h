@@ -37,6 +37,7 @@
 #include "compat.h"
 #include "ephemeron_entry.h"
 #include "ephemeron_table.h"
+#include "generations.h"
 
 #include <cstdint>
 #include <vector>
@@ -45,28 +46,30 @@ namespace coextra::detail {
 
 struct EphemeronMap;
 
-// Automatic collection's generations of one map's entries (auto_collect.h),
-// kept as the registry keeps holders' (registry.h): the entries added since
-// the generation pass in progress began (young), those that pass examines
-// (examined), and those one generation pass found live (middle); every other
-// entry is old. A generation is a list of key addresses, or `whole`: the
-// whole map. An address names an entry only while the map holds an entry
-// whose live key is at that address (ephemeron_generation_key): one that
-// left stays listed until the list is next compacted, aged or cleared, and
-// an address reused by a later entry of the same map only seeds that entry
-// too, which is sound. A young list longer than a quarter of the map (and
-// than kListMin addresses) gives way to `whole`: a map that fills faster
-// than generation passes come is examined whole, at most about four times
-// the work of its young entries, and its generations then cost no memory
-// per entry.
-struct EntryGeneration {
-    std::vector<uintptr_t> listed;
-    bool whole = false;
-};
-
+// Automatic collection's generations of one map's entries, in the runs the
+// registry keeps holders in (Generations, generations.h; docs/design.md,
+// "Map entries and map scans"): `listed` holds key addresses in the runs of
+// `runs` -- middle, young that the generation pass in progress examines,
+// young added since it began -- and drops the old run as it forms, so every
+// entry not listed is old. A run is the whole map when it holds one of the
+// `marks`, which are in the runs of `whole`, moved as `runs` are; a whole
+// run's addresses are dropped. An address names an entry only while the map
+// holds an entry whose live key is at that address
+// (ephemeron_generation_key): one that left stays listed until the young
+// run is next compacted or its run becomes old, and an address reused by a
+// later entry of the same map only seeds that entry too, which is sound. A
+// young run longer than a quarter of the map (and than kListMin addresses)
+// gives way to a mark, so a map's generations cost no memory per entry
+// once it fills faster than generation passes come.
 struct EntryGenerations {
-    EntryGeneration young, examined, middle;
-    size_t compact_at;  // young's length at which stale addresses are dropped
+    std::vector<uintptr_t> listed;
+    Generations runs;   // over listed
+    size_t marks = 0;
+    Generations whole;  // over the marks
+    size_t compact_at = 0;  // young run's length at which stale addresses are dropped
+
+    size_t young_listed() const { return runs.young_since(listed.size()); }
+    bool young_whole() const { return whole.young_since(marks) != 0; }
 };
 
 struct EphemeronMap {
@@ -90,7 +93,7 @@ extern PyTypeObject EphemeronMapType;
 const std::vector<EphemeronMap *> &ephemeron_maps();
 // Entries in the tables of all maps.
 size_t ephemeron_entry_count();
-// Key addresses listed in every map's young generation (EntryGenerations).
+// Key addresses listed in every map's generations (EntryGenerations).
 size_t ephemeron_listed_count();
 // EphemeronEntry objects that exist right now, in a table or not: tests and
 // stats() prove with it that entries are really freed.
@@ -114,14 +117,17 @@ EphemeronEntry *ephemeron_find_entry(EphemeronMap *map, PyObject *key);
 // its map), or NULL (also while a dying key's callback is pending).
 PyObject *ephemeron_entry_key(EphemeronEntry *entry);
 
-// The generations of every map's entries, for automatic collection: a
-// generation pass begins (young becomes examined), has examined them
-// (middle becomes old, examined becomes middle, or old too when
-// `straight_to_old`, as registry_age_generations), or a pass over everything
-// found every survivor live (all old).
-void ephemeron_begin_generation_pass();
-void ephemeron_age_generations(bool straight_to_old);
-void ephemeron_all_old();
+// m's part of the steps of a generation pass (generations.h, which takes
+// every map): its runs move by Generations' rule, and it drops what a map
+// does not keep (the old run; a whole run's addresses). All old is
+// ephemeron_unlist_all.
+void ephemeron_generations_begin_pass(EphemeronMap *m);
+void ephemeron_generations_age(EphemeronMap *m, bool straight_to_old);
+
+// Every generation of m is forgotten: all its entries are old (a pass over
+// every entry found the survivors live, the table is emptied, or the map is
+// going).
+void ephemeron_unlist_all(EphemeronMap *m);
 
 // Whether some map's entries are young or middle.
 bool ephemeron_generations_pending();
@@ -183,10 +189,8 @@ void ephemeron_key_death_forget(PyObject *key_death);
 int ephemeron_entry_types_ready();
 
 // Generations (ephemeron_generations.cpp): a new entry's key address becomes
-// young (false when out of memory); every generation is forgotten (the table
-// is emptied, or the map is going).
+// young (false when out of memory).
 bool ephemeron_list_young(EphemeronMap *m, uintptr_t address);
-void ephemeron_unlist_all(EphemeronMap *m);
 
 // The map's operations (ephemeron_map.cpp) for its Python type.
 // -1 with TypeError when key cannot be weakly referenced, else 0.

@@ -18,8 +18,8 @@ struct EphemeronState {
     std::vector<EphemeronMap *> maps;
     size_t entries = 0;           // in the tables of all maps
     uint64_t added_total = 0;     // entries ever added
-    // Over every map's EntryGenerations: addresses listed, and generations
-    // that are whole maps.
+    // Over every map's EntryGenerations: addresses listed, and whole-map
+    // marks.
     size_t listed = 0;
     size_t whole = 0;
 };

@@ -41,14 +41,11 @@ Registry *registry_get() {
     return state.registry;
 }
 
-// Checks the generations' invariants (registry.h) where the runs' bounds
-// change, as gc.c's validate_list does: the bounds in order, and every slot
-// holding an attached holder that knows its slot. Linear in the holders, so
-// only in builds with assertions (the sanitizer and debug builds); a detach
-// checks the slots it wrote.
+// Checks the table where the generations' bounds change, as gc.c's
+// validate_list does (registry.h); a detach checks the slots it wrote.
 #ifdef NDEBUG
-static void validate_runs(const Registry *) {}
 static void validate_slot(const Registry *, size_t) {}
+void registry_validate(const Registry *) {}
 #else
 static void validate_slot(const Registry *r, size_t slot) {
     const Holder *h = r->holders[slot];
@@ -57,9 +54,8 @@ static void validate_slot(const Registry *r, size_t slot) {
     assert(registry_holder_of(h->code) == h && "a code object whose co_extra is not its holder");
 }
 
-static void validate_runs(const Registry *r) {
-    assert(r->old_end <= r->middle_end && r->middle_end <= r->pass_end &&
-           r->pass_end <= r->holders.size() && "generation runs out of order");
+void registry_validate(const Registry *r) {
+    r->generations.validate(r->holders.size());
     for (size_t slot = 0; slot < r->holders.size(); slot++) {
         validate_slot(r, slot);
     }
@@ -71,41 +67,16 @@ static void place(Registry *r, Holder *h, size_t slot) {
     h->registry_slot = static_cast<uint32_t>(slot);
 }
 
-// Removes holders[slot], keeping the generations contiguous (registry.h): the
-// hole moves to the end of its run, then to the end of each later run, and
-// the last slot goes. A hole already at the end of a run (that run's last
-// holder was removed, or the run is empty) moves without copying: the slot
-// holds a stale pointer then.
+// Removes holders[slot], keeping the generations contiguous
+// (Generations::remove). A hole already at the end of a run (that run's
+// last holder was removed, or the run is empty) moves without copying: the
+// slot holds a stale pointer then, until the last slot goes.
 static void remove_slot(Registry *r, size_t slot) {
-    size_t size = r->holders.size();
-    size_t *ends[] = {&r->old_end, &r->middle_end, &r->pass_end, &size};
-    for (size_t *end : ends) {
-        if (slot < *end) {
-            size_t last = --*end;
-            if (last != slot) {
-                place(r, r->holders[last], slot);
-                validate_slot(r, slot);
-            }
-            slot = last;
-        }
-    }
+    r->generations.remove(slot, r->holders.size(), [r](size_t from, size_t to) {
+        place(r, r->holders[from], to);
+        validate_slot(r, to);
+    });
     r->holders.pop_back();
-}
-
-void registry_begin_generation_pass(Registry *r) {
-    r->pass_end = r->holders.size();
-    validate_runs(r);
-}
-
-void registry_age_generations(Registry *r, bool straight_to_old) {
-    r->old_end = straight_to_old ? r->pass_end : r->middle_end;
-    r->middle_end = r->pass_end;
-    validate_runs(r);
-}
-
-void registry_all_old(Registry *r) {
-    r->old_end = r->middle_end = r->pass_end = r->holders.size();
-    validate_runs(r);
 }
 
 // The one detach operation (see registry.h for the order and why).
@@ -331,7 +302,7 @@ PyObject *registry_init() {
         return nullptr;
     }
     new (&r->holders) std::vector<Holder *>();
-    r->old_end = r->middle_end = r->pass_end = 0;
+    new (&r->generations) Generations();
     r->closed = false;
     r->attached_total = 0;
     r->detached_total = 0;

@@ -16,6 +16,7 @@
 #pragma once
 
 #include "compat.h"
+#include "generations.h"
 #include "holder.h"
 
 #include <cstdint>
@@ -23,31 +24,18 @@
 
 namespace coextra::detail {
 
-// Generations. `holders` is kept in four runs by how often automatic
-// collection has examined a holder and found it live (auto_collect.h):
-//
-//     [0, old_end)               old: found live by two generation passes
-//                                (by one before any cache of the program
-//                                has died, auto_collect.h), or by a full pass
-//     [old_end, middle_end)      middle: found live by one generation pass
-//     [middle_end, pass_end)     young, attached before the generation pass in
-//                                progress began (empty when none is)
-//     [pass_end, size())         young, attached since
-//
-// A generation pass examines [old_end, pass_end), in slices, and then ages
-// its runs (registry_age_generations). An attachment appends to the last run;
-// a detach fills the hole with the last holder of the same run and that run's
-// last slot with the next run's last holder, and so on, so the runs stay
-// contiguous whatever is detached and a holder never changes runs that way,
-// and every holder it moves goes to a lower slot. Generations only decide
-// what automatic collection examines when; any set of seeds gives a sound
-// pass.
+// Generations. `holders` is kept in the runs of `generations` (old, middle,
+// young examined by the generation pass in progress, young attached since;
+// generations.h, and docs/design.md, "Generations", for the policy). An
+// attachment appends to the last run; a detach fills the hole as
+// Generations::remove says, so the runs stay contiguous whatever is
+// detached, a holder never changes runs that way, and every holder it moves
+// goes to a lower slot. Generations only decide what automatic collection
+// examines when; any set of seeds gives a sound pass.
 struct Registry {
     PyObject_HEAD
     std::vector<Holder *> holders; // owned references; holders[h->registry_slot] == h
-    size_t old_end;                // see "Generations"
-    size_t middle_end;
-    size_t pass_end;
+    Generations generations;       // over holders; see "Generations"
     bool closed;                   // teardown ran: no new attachments
     uint64_t attached_total;       // holders ever attached
     uint64_t detached_total;       // holders ever detached, for any reason
@@ -83,19 +71,10 @@ Holder *registry_ensure(PyObject *code);
 // Detaches h. Returns 1 if it was attached, 0 if it was already detached.
 int registry_detach(Holder *h);
 
-// A generation pass begins: the young holders attached so far are the ones
-// it examines ([middle_end, pass_end) becomes every young holder).
-void registry_begin_generation_pass(Registry *r);
-
-// It has examined its runs: middle becomes old and the young holders it
-// examined become middle, or old too when `straight_to_old` (automatic
-// collection decides, auto_collect.h); those attached since it began stay
-// young.
-void registry_age_generations(Registry *r, bool straight_to_old);
-
-// The same after a pass over every holder: all of them become old, and a
-// generation pass in progress has nothing left to examine.
-void registry_all_old(Registry *r);
+// Checks the registry's table, after its generations' bounds moved: the
+// bounds in order, and every slot holding an attached holder that knows its
+// slot. Linear in the holders, so only in builds with assertions.
+void registry_validate(const Registry *r);
 
 // Detaches every holder attached when the call starts; returns how many.
 // Returns -1 with an exception when memory for the snapshot is exhausted.

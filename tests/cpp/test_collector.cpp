@@ -182,10 +182,10 @@ TEST_F(Collector, AHolderAttachedWhileAGenerationPassDetachesStartsYoung) {
     EXPECT_FALSE(auto_collect_state().generation.active) << "two holders: one slice";
     Holder *h = registry_holder_of(code_ptr(late));
     ASSERT_NE(h, nullptr);
-    EXPECT_GE(h->registry_slot, r->middle_end) << "young: attached after the pass decided";
+    EXPECT_GE(h->registry_slot, r->generations.middle_end) << "young: attached after the pass decided";
     Holder *survivor = registry_holder_of(code_ptr(kept));
-    EXPECT_GE(survivor->registry_slot, r->old_end);
-    EXPECT_LT(survivor->registry_slot, r->middle_end) << "found live once: middle";
+    EXPECT_GE(survivor->registry_slot, r->generations.old_end);
+    EXPECT_LT(survivor->registry_slot, r->generations.middle_end) << "found live once: middle";
 }
 
 // --- the generation pass in slices (auto_collect.h, rule 1) ------------------
@@ -255,7 +255,7 @@ TEST_F(GenerationSlices, AGenerationPassOverLiveHoldersGoesOnOverTheNextGCPasses
     EXPECT_EQ(gc_pass(2), 0);
     EXPECT_TRUE(in_progress()) << "one slice found all live: the rest waits";
     EXPECT_EQ(auto_collect_state().stats.generation_slices, slices + 1);
-    EXPECT_EQ(registry_get()->middle_end, 0u) << "nothing ages before the last slice";
+    EXPECT_EQ(registry_get()->generations.middle_end, 0u) << "nothing ages before the last slice";
     int more = 0;
     while (in_progress()) {
         EXPECT_EQ(gc_pass(0), 0);
@@ -264,8 +264,8 @@ TEST_F(GenerationSlices, AGenerationPassOverLiveHoldersGoesOnOverTheNextGCPasses
     EXPECT_EQ(more, 3) << "1000 holders, 256 a slice";
     EXPECT_EQ(auto_collect_state().stats.generation_passes, passes + 1);
     Registry *r = registry_get();
-    EXPECT_EQ(r->old_end, 1000u) << "found live once while no cache dies: old";
-    EXPECT_EQ(r->middle_end, 1000u);
+    EXPECT_EQ(r->generations.old_end, 1000u) << "found live once while no cache dies: old";
+    EXPECT_EQ(r->generations.middle_end, 1000u);
 }
 
 // Adaptive tenuring: one generation pass makes a holder old until a cache of
@@ -276,18 +276,18 @@ TEST_F(GenerationSlices, OnceACacheHasDiedAHolderBecomesOldOnlyAfterTwoPasses) {
     EXPECT_EQ(whole_pass(), 100);
     EXPECT_EQ(auto_collect_passes_to_old(), 2);
     Registry *r = registry_get();
-    EXPECT_EQ(r->old_end, 0u);
-    EXPECT_EQ(r->middle_end, 500u) << "found live once in a program whose caches die: middle";
+    EXPECT_EQ(r->generations.old_end, 0u);
+    EXPECT_EQ(r->generations.middle_end, 500u) << "found live once in a program whose caches die: middle";
     attach_live(200);
     EXPECT_EQ(whole_pass(), 0);
     r = registry_get();
-    EXPECT_EQ(r->old_end, 500u) << "found live twice: old";
-    EXPECT_EQ(r->middle_end, 700u);
+    EXPECT_EQ(r->generations.old_end, 500u) << "found live twice: old";
+    EXPECT_EQ(r->generations.middle_end, 700u);
     attach_live(100);
     EXPECT_EQ(whole_pass(), 0);
     r = registry_get();
-    EXPECT_EQ(r->old_end, 700u) << "nothing died in the last two passes: still two passes to old";
-    EXPECT_EQ(r->middle_end, 800u);
+    EXPECT_EQ(r->generations.old_end, 700u) << "nothing died in the last two passes: still two passes to old";
+    EXPECT_EQ(r->generations.middle_end, 800u);
     EXPECT_EQ(auto_collect_passes_to_old(), 2);
 }
 
@@ -380,7 +380,7 @@ TEST_F(GenerationSlices, HoldersDetachedAndAttachedBetweenSlicesLeaveNoneUnexami
     while (in_progress()) {
         gc_pass(0);
     }
-    ASSERT_EQ(registry_get()->middle_end, 200u) << "a middle run below the young one";
+    ASSERT_EQ(registry_get()->generations.middle_end, 200u) << "a middle run below the young one";
     // Dead and live interleaved, under a youngest slice that is all live,
     // so that the pass stops after its first slice and goes on over GC
     // passes with detaches and attachments between them.
@@ -409,9 +409,9 @@ TEST_F(GenerationSlices, HoldersDetachedAndAttachedBetweenSlicesLeaveNoneUnexami
     }
     EXPECT_GE(round, 1) << "the pass went on after the collection";
     Registry *r = registry_get();
-    ASSERT_LE(r->old_end, r->middle_end);
-    ASSERT_LE(r->middle_end, r->pass_end);
-    ASSERT_LE(r->pass_end, r->holders.size());
+    ASSERT_LE(r->generations.old_end, r->generations.middle_end);
+    ASSERT_LE(r->generations.middle_end, r->generations.pass_end);
+    ASSERT_LE(r->generations.pass_end, r->holders.size());
     size_t dead_left = 0;
     for (size_t slot = 0; slot < r->holders.size(); slot++) {
         Holder *h = r->holders[slot];
@@ -425,9 +425,9 @@ TEST_F(GenerationSlices, HoldersDetachedAndAttachedBetweenSlicesLeaveNoneUnexami
         }
         dead_left += !is_live;
         if (is_newcomer) {
-            EXPECT_GE(slot, r->middle_end) << "attached after the pass began: young";
+            EXPECT_GE(slot, r->generations.middle_end) << "attached after the pass began: young";
         } else {
-            EXPECT_LT(slot, r->middle_end) << "examined by the pass: middle or old";
+            EXPECT_LT(slot, r->generations.middle_end) << "examined by the pass: middle or old";
         }
     }
     EXPECT_EQ(dead_left, 0u) << "every dead cache the pass began with";
@@ -601,19 +601,19 @@ TEST_F(MapGenerations, AKeySetAndDeletedOverAndOverListsItOnce) {
         ASSERT_EQ(ephemeron_delete(m(), key), 1);
         ASSERT_EQ(ephemeron_set(m(), key, Py_None), 0);
     }
-    EXPECT_LE(m()->generations->young.listed.size(), 128u) << "stale and repeated addresses compacted";
-    EXPECT_FALSE(m()->generations->young.whole);
+    EXPECT_LE(m()->generations->young_listed(), 128u) << "stale and repeated addresses compacted";
+    EXPECT_FALSE(m()->generations->young_whole());
 }
 
 TEST_F(MapGenerations, APassBegunAgainBeforeItAgedKeepsEveryEntryListedOnce) {
     add_entries(10);
-    ephemeron_begin_generation_pass();
+    generations_begin_pass();
     add_entries(10);
-    ephemeron_begin_generation_pass();  // the first never aged: its entries join
+    generations_begin_pass();  // the first never aged: its entries join
     EXPECT_EQ(ephemeron_generation_seeds(m()), 20u);
     EXPECT_EQ(ephemeron_listed_count(), 20u);
-    ephemeron_age_generations(false);
-    ephemeron_age_generations(false);
+    generations_age(false, false);
+    generations_age(false, false);
     EXPECT_FALSE(ephemeron_generations_pending());
     EXPECT_EQ(ephemeron_listed_count(), 0u);
 }
@@ -660,13 +660,13 @@ TEST_F(MapGenerations, DeadMapEntriesLeaveTheHoldersTenuringAndCountsAlone) {
     EXPECT_EQ(auto_collect_passes_to_old(), 1);
     attach_live(300);
     whole_pass();
-    EXPECT_EQ(registry_get()->old_end, 300u) << "found live once while no holder died: old";
+    EXPECT_EQ(registry_get()->generations.old_end, 300u) << "found live once while no holder died: old";
 }
 
 TEST_F(MapGenerations, AMapFilledFasterThanPassesComeIsExaminedWhole) {
     add_entries(1000);
-    EXPECT_TRUE(m()->generations->young.whole) << "more young than a quarter of the map";
-    EXPECT_LT(m()->generations->young.listed.size(), 100u) << "no address per entry";
+    EXPECT_TRUE(m()->generations->young_whole()) << "more young than a quarter of the map";
+    EXPECT_LT(m()->generations->young_listed(), 100u) << "no address per entry";
     keys.erase(keys.begin(), keys.begin() + 400);  // 400 die young
     EXPECT_EQ(gc_pass(2), 400);
     EXPECT_EQ(m()->table.size(), 600u);

@@ -181,9 +181,9 @@ TEST_F(Core, ResetDetachesEverything) {
 // contiguous and in order, whatever is detached from whichever generation.
 void expect_table_consistent() {
     Registry *r = registry_get();
-    ASSERT_LE(r->old_end, r->middle_end);
-    ASSERT_LE(r->middle_end, r->pass_end);
-    ASSERT_LE(r->pass_end, r->holders.size());
+    ASSERT_LE(r->generations.old_end, r->generations.middle_end);
+    ASSERT_LE(r->generations.middle_end, r->generations.pass_end);
+    ASSERT_LE(r->generations.pass_end, r->holders.size());
     for (size_t i = 0; i < r->holders.size(); i++) {
         ASSERT_EQ(r->holders[i]->registry_slot, i);
         ASSERT_TRUE(holder_attached(r->holders[i]));
@@ -194,9 +194,10 @@ void expect_table_consistent() {
 // of every attached holder, by holder.
 std::map<Holder *, int> generations() {
     Registry *r = registry_get();
+    const Generations &g = r->generations;
     std::map<Holder *, int> out;
     for (size_t i = 0; i < r->holders.size(); i++) {
-        out[r->holders[i]] = i < r->old_end ? 0 : i < r->middle_end ? 1 : i < r->pass_end ? 2 : 3;
+        out[r->holders[i]] = i < g.old_end ? 0 : i < g.middle_end ? 1 : i < g.pass_end ? 2 : 3;
     }
     return out;
 }
@@ -226,18 +227,18 @@ TEST_F(Core, DetachKeepsEveryHolderInItsGeneration) {
                     ASSERT_NE(holders.back(), nullptr);
                 }
                 if (g < 3) {
-                    registry_begin_generation_pass(registry_get());
+                    generations_begin_pass();
                 }
                 if (g < 2) {
-                    registry_age_generations(registry_get(), false);
+                    generations_age(false, false);
                 }
             }
             // Two whole generation passes made the first run old and the
             // second middle; a third began over the third run.
             Registry *r = registry_get();
-            ASSERT_EQ(r->old_end, static_cast<size_t>(counts[0]));
-            ASSERT_EQ(r->middle_end, static_cast<size_t>(counts[0] + counts[1]));
-            ASSERT_EQ(r->pass_end, static_cast<size_t>(counts[0] + counts[1] + counts[2]));
+            ASSERT_EQ(r->generations.old_end, static_cast<size_t>(counts[0]));
+            ASSERT_EQ(r->generations.middle_end, static_cast<size_t>(counts[0] + counts[1]));
+            ASSERT_EQ(r->generations.pass_end, static_cast<size_t>(counts[0] + counts[1] + counts[2]));
             std::map<Holder *, int> before = generations();
             std::map<Holder *, size_t> slots;
             for (Holder *h : r->holders) {
