@@ -71,7 +71,7 @@ struct AutoCollectState {
                                           // second since the one before it ended
     };
     // Rule 1: the generation pass in progress. It examines the holders of
-    // registry slots [old_end, min(cursor, pass_end)) (registry.h).
+    // registry slots [old_end, min(cursor, pass_end)) (generations.h).
     struct GenerationPass {
         bool active = false;
         size_t cursor = 0;                 // the first slot of the previous slice

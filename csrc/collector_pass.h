@@ -52,7 +52,7 @@ struct Pending {
 // A pass's scratch memory. Every array is touched fresh by a full pass (their
 // memory goes back when it ends), and every fresh page faults: hence the
 // compact nodes, edges and indexes, and the room made up front (HeapGraph::expect;
-// docs/collector.md).
+// figures in docs/benchmarks.md, "bench_collector.py").
 struct Pass {
     Pass(ModuleDicts &module_dicts, LiveStructures &live_structures)
         : module_dicts(module_dicts), live_structures(live_structures) {}

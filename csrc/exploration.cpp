@@ -77,7 +77,7 @@ int explore_entry(PyObject *entry, void *arg) {
 // issued many children ahead to cover such a miss once the heap no longer
 // fits the caches; much farther, and a batch asks for more lines than the cache keeps
 // until they are used. The distance was chosen by bench/bench_collector.py
-// (docs/collector.md).
+// (docs/benchmarks.md).
 constexpr size_t kPrefetchDistance = 64;
 
 // Records who discovered a new node, and marks it deferred when it is a

@@ -39,7 +39,7 @@ namespace coextra::detail {
 // pass (a seed, and a function's reference to its code) skip it: the index's
 // cold slots are the largest cost of a pass once it outgrows the CPU caches
 // (measured side by side in bench/bench_collector.py; figures in
-// docs/collector.md).
+// docs/benchmarks.md).
 class HeapGraph {
 public:
     static constexpr uint32_t kNone = kNoNode;

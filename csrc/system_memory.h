@@ -1,4 +1,4 @@
-// system_memory.h -- the blocks of a pass's arrays (PodArray, heap_graph.h):
+// system_memory.h -- the blocks of a pass's arrays (PodArray, pod_array.h):
 // large ones taken from the system and given straight back to it.
 //
 // A pass over many holders needs arrays sized for all of them, and gives
