@@ -642,6 +642,66 @@ TEST_F(CAPI, CppWrapperReportsErrorsTheCPythonWay) {
     PyErr_Clear();
 }
 
+// --- coextra::Ref (ref.hpp), the owned reference the wrapper and the core use
+
+TEST(Ref, OwnsOneReferenceUntilReleasedOrReset) {
+    py::object object = py::list();
+    PyObject *p = object.ptr();
+    const Py_ssize_t start = Py_REFCNT(p);
+    {
+        coextra::Ref owned = coextra::Ref::borrow(p);
+        EXPECT_EQ(Py_REFCNT(p), start + 1);
+        coextra::Ref copy = owned;
+        EXPECT_EQ(Py_REFCNT(p), start + 2);
+        coextra::Ref moved = std::move(copy);
+        EXPECT_FALSE(copy) << "a move leaves the source empty";
+        EXPECT_EQ(Py_REFCNT(p), start + 2) << "and takes no reference";
+        moved.reset();
+        EXPECT_FALSE(moved);
+        EXPECT_EQ(Py_REFCNT(p), start + 1);
+        moved.reset();  // empty: nothing to drop
+        PyObject *given = owned.release();
+        EXPECT_EQ(given, p);
+        EXPECT_FALSE(owned);
+        EXPECT_EQ(Py_REFCNT(p), start + 1) << "the caller has the reference now";
+        coextra::Ref back = coextra::Ref::steal(given);
+        EXPECT_EQ(back.get(), p);
+        EXPECT_EQ(Py_REFCNT(p), start + 1);
+    }
+    EXPECT_EQ(Py_REFCNT(p), start) << "every reference taken was given back once";
+}
+
+TEST(Ref, StealingAFailedCallGivesAnEmptyRef) {
+    coextra::Ref failed = coextra::Ref::steal(PyLong_FromString("not a number", nullptr, 10));
+    EXPECT_FALSE(failed);
+    EXPECT_EQ(failed.get(), nullptr);
+    EXPECT_TRUE(PyErr_ExceptionMatches(PyExc_ValueError)) << "the exception is still set";
+    PyErr_Clear();
+    EXPECT_FALSE(coextra::Ref::borrow(nullptr));
+}
+
+// reset() and assignment release the old object last: the code its release
+// runs (a __del__) finds the Ref already empty, or already holding the new one.
+coextra::Ref *watched = nullptr;
+PyObject *seen_by_del = nullptr;
+
+TEST(Ref, ResetAndAssignmentReleaseTheOldObjectLast) {
+    py::dict ns;
+    ns["record"] = py::cpp_function([] { seen_by_del = watched->get(); });
+    py::exec("class Dies:\n    def __del__(self):\n        record()\n", ns);
+    coextra::Ref ref = coextra::Ref::steal(ns["Dies"]().release().ptr());
+    watched = &ref;
+    seen_by_del = Py_None;
+    ref.reset();
+    EXPECT_EQ(seen_by_del, nullptr) << "__del__ ran with the Ref already empty";
+    ref = coextra::Ref::steal(ns["Dies"]().release().ptr());
+    py::object next = py::int_(7);
+    seen_by_del = nullptr;
+    ref = coextra::Ref::borrow(next.ptr());
+    EXPECT_EQ(seen_by_del, next.ptr()) << "__del__ ran with the Ref holding the new object";
+    watched = nullptr;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {

@@ -36,6 +36,9 @@ public:
     explicit operator bool() const { return object_ != nullptr; }
     // Gives the reference to the caller.
     PyObject *release() { return std::exchange(object_, nullptr); }
+    // Drops the reference now, as Py_CLEAR: the Ref is empty before any code
+    // the release runs, so that code never sees the object through it.
+    void reset() { Py_XDECREF(std::exchange(object_, nullptr)); }
 
 private:
     explicit Ref(PyObject *object) : object_(object) {}
