@@ -4,6 +4,7 @@
 #include "collector.h"
 #include "ephemeron_map.h"
 #include "generations.h"
+#include "include/coextra/ref.hpp"
 #include "registry.h"
 
 #include <algorithm>
@@ -398,16 +399,12 @@ PyMethodDef on_gc_def = {
     METH_FASTCALL, "coextra's automatic collection (in gc.callbacks)."};
 
 // A new reference to gc.callbacks, or NULL with an exception.
-PyObject *gc_callbacks() {
-    PyObject *gc = PyImport_ImportModule("gc");
-    if (gc == nullptr) {
-        return nullptr;
-    }
-    PyObject *callbacks = PyObject_GetAttrString(gc, "callbacks");
-    Py_DECREF(gc);
-    if (callbacks != nullptr && !PyList_Check(callbacks)) {
+Ref gc_callbacks() {
+    Ref gc = Ref::steal(PyImport_ImportModule("gc"));
+    Ref callbacks = gc ? Ref::steal(PyObject_GetAttrString(gc.get(), "callbacks")) : Ref();
+    if (callbacks && !PyList_Check(callbacks.get())) {
         PyErr_SetString(PyExc_TypeError, "coextra: gc.callbacks is not a list");
-        Py_CLEAR(callbacks);
+        return Ref();
     }
     return callbacks;
 }
@@ -430,15 +427,14 @@ int auto_collect_get() {
     if (state.callback == nullptr) {
         return 0;
     }
-    PyObject *callbacks = gc_callbacks();
-    if (callbacks == nullptr) {
+    Ref callbacks = gc_callbacks();
+    if (!callbacks) {
         return -1;
     }
     int found = 0;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(callbacks); i++) {
-        found |= PyList_GET_ITEM(callbacks, i) == state.callback;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(callbacks.get()); i++) {
+        found |= PyList_GET_ITEM(callbacks.get(), i) == state.callback;
     }
-    Py_DECREF(callbacks);
     return found;
 }
 
@@ -449,26 +445,25 @@ int auto_collect_set(bool enabled) {
             return -1;
         }
     }
-    PyObject *callbacks = gc_callbacks();
-    if (callbacks == nullptr) {
+    Ref callbacks = gc_callbacks();
+    if (!callbacks) {
         return -1;
     }
     int result = 0;
     bool present = false;
     // Walk backwards so removals do not skip items.
-    for (Py_ssize_t i = PyList_GET_SIZE(callbacks) - 1; i >= 0 && result == 0; i--) {
-        if (PyList_GET_ITEM(callbacks, i) != state.callback) {
+    for (Py_ssize_t i = PyList_GET_SIZE(callbacks.get()) - 1; i >= 0 && result == 0; i--) {
+        if (PyList_GET_ITEM(callbacks.get(), i) != state.callback) {
             continue;
         }
         present = true;
         if (!enabled) {
-            result = PyList_SetSlice(callbacks, i, i + 1, nullptr);
+            result = PyList_SetSlice(callbacks.get(), i, i + 1, nullptr);
         }
     }
     if (enabled && !present && result == 0) {
-        result = PyList_Append(callbacks, state.callback);
+        result = PyList_Append(callbacks.get(), state.callback);
     }
-    Py_DECREF(callbacks);
     return result;
 }
 

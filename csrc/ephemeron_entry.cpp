@@ -2,6 +2,7 @@
 // reference to its key that owns the value) and the callback that removes an
 // entry whose key died (KeyDeath).
 #include "ephemeron_map.h"
+#include "include/coextra/ref.hpp"
 
 namespace coextra::detail {
 
@@ -57,12 +58,12 @@ int entry_tp_clear(PyObject *self) {
 
 void entry_dealloc(PyObject *self) {
     PyObject_GC_UnTrack(self);
-    PyObject *value = reinterpret_cast<EphemeronEntry *>(self)->value;
-    // Off the key's list before any code runs: code that lists the key's weak
-    // references must not find (and resurrect) a dying entry.
+    // The value is released last, with the entry off the key's list: code
+    // that lists the key's weak references must not find (and resurrect) a
+    // dying entry.
+    Ref value = Ref::steal(reinterpret_cast<EphemeronEntry *>(self)->value);
     _PyWeakref_RefType.tp_dealloc(self);
     live_entries--;
-    Py_XDECREF(value);
 }
 
 }  // namespace
@@ -90,12 +91,11 @@ EphemeronEntry *ephemeron_usable(EphemeronEntry *e) {
 // weakref.ref's own __new__ makes the entry: Python code cannot (the type
 // disallows instantiation), so every entry is counted and has a map.
 EphemeronEntry *ephemeron_new_entry(EphemeronMap *m, PyObject *key) {
-    PyObject *args = PyTuple_Pack(2, key, m->key_death);
-    if (args == nullptr) {
+    Ref args = Ref::steal(PyTuple_Pack(2, key, m->key_death));
+    if (!args) {
         return nullptr;
     }
-    PyObject *made = _PyWeakref_RefType.tp_new(&EphemeronEntryType, args, nullptr);
-    Py_DECREF(args);
+    PyObject *made = _PyWeakref_RefType.tp_new(&EphemeronEntryType, args.get(), nullptr);
     if (made == nullptr) {
         return nullptr;
     }

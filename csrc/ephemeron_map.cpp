@@ -4,8 +4,10 @@
 #include "ephemeron_map.h"
 
 #include "ephemeron_state.h"
+#include "include/coextra/ref.hpp"
 
 #include <new>
+#include <utility>
 
 namespace coextra::detail {
 
@@ -23,9 +25,7 @@ constexpr EphemeronState &state = ephemeron_state;
 
 // Gives an entry in the table a new value; the old one is released after.
 void replace_value(EphemeronEntry *e, PyObject *value) {
-    PyObject *old = e->value;
-    e->value = Py_NewRef(value);
-    Py_DECREF(old);
+    Ref old = Ref::steal(std::exchange(e->value, Py_NewRef(value)));
 }
 
 void unregister(EphemeronMap *m) {
@@ -52,13 +52,14 @@ PyObject *ephemeron_take_value(EphemeronMap *m, EphemeronEntry *entry) {
         return nullptr;  // ephemeron_clear is releasing it, and drops its value
     }
     state.entries--;
-    PyObject *value = entry->value;
-    entry->value = nullptr;
-    Py_DECREF(entry);  // its value gone, freeing it runs no code
-    return value;
+    // The table's reference, dropped last: its value gone, freeing it runs no code.
+    Ref taken = Ref::steal(reinterpret_cast<PyObject *>(entry));
+    return std::exchange(entry->value, nullptr);
 }
 
-void ephemeron_remove(EphemeronMap *m, EphemeronEntry *entry) { Py_XDECREF(ephemeron_take_value(m, entry)); }
+void ephemeron_remove(EphemeronMap *m, EphemeronEntry *entry) {
+    Ref value = Ref::steal(ephemeron_take_value(m, entry));  // released with the table consistent
+}
 
 // In the table's order, which is the order the entries (and values, and
 // usually keys) were made in, so freeing a large map walks memory in order.
@@ -69,10 +70,10 @@ void ephemeron_clear(EphemeronMap *m) {
     EphemeronEntry **entries = m->table.release(&count);
     for (size_t i = 0; i < count; i++) {
         if (EphemeronEntry *e = entries[i]) {
-            PyObject *value = e->value;
-            e->value = nullptr;
-            Py_DECREF(e);
-            Py_XDECREF(value);  // NULL when the GC cleared the entry first
+            // The entry goes first (without its value it runs no code), then
+            // the value (NULL when the GC cleared the entry first).
+            Ref value = Ref::steal(std::exchange(e->value, nullptr));
+            Ref table_ref = Ref::steal(reinterpret_cast<PyObject *>(e));
         }
     }
     PyMem_Free(entries);
@@ -87,19 +88,19 @@ PyObject *ephemeron_alloc(PyTypeObject *type) {
     m->weakreflist = nullptr;
     m->generations = nullptr;
     m->registered_slot = SIZE_MAX;
-    m->key_death = ephemeron_new_key_death(m);
-    if (m->key_death == nullptr) {
+    Ref key_death = Ref::steal(ephemeron_new_key_death(m));
+    if (!key_death) {
         PyObject_GC_Del(m);
         return nullptr;
     }
     try {
         state.maps.push_back(m);
     } catch (const std::bad_alloc &) {
-        ephemeron_key_death_forget(m->key_death);
-        Py_DECREF(m->key_death);
+        ephemeron_key_death_forget(key_death.get());
         PyObject_GC_Del(m);
         return PyErr_NoMemory();
     }
+    m->key_death = key_death.release();
     m->registered_slot = state.maps.size() - 1;
     PyObject_GC_Track(m);
     return reinterpret_cast<PyObject *>(m);
@@ -145,24 +146,26 @@ int ephemeron_set(EphemeronMap *m, PyObject *key, PyObject *value) {
     }
     uint64_t insertions = m->table.insertions();
     EphemeronEntry *entry = ephemeron_new_entry(m, key);
-    if (entry == nullptr) {
+    Ref made = Ref::steal(reinterpret_cast<PyObject *>(entry));
+    if (!made) {
         return -1;
     }
     // Making the entry may have run code that set this key meanwhile (and
     // then inserted some entry).
     EphemeronEntry *e = m->table.insertions() != insertions ? m->table.find(key) : nullptr;
     if (e != nullptr) {
-        Py_DECREF(entry);
+        made.reset();
         replace_value(e, value);
         return 0;
     }
     if (!m->table.grow() || !ephemeron_list_young(m, reinterpret_cast<uintptr_t>(key))) {
-        Py_DECREF(entry);
+        made.reset();
         PyErr_NoMemory();
         return -1;
     }
     entry->value = Py_NewRef(value);
     m->table.insert(entry);
+    made.release();  // the table's reference now
     state.entries++;
     state.added_total++;
     return 0;

@@ -2,6 +2,7 @@
 // values or items (ephemeron_map.h): over the entries the map held when the
 // iteration began, in insertion order.
 #include "ephemeron_map.h"
+#include "include/coextra/ref.hpp"
 
 namespace coextra::detail {
 
@@ -59,31 +60,28 @@ void iterator_dealloc(PyObject *self) {
     PyObject_GC_Del(self);
 }
 
-// `key` and `value` are new references, which move to the pair.
-PyObject *make_pair(EntryIterator *it, PyObject *key, PyObject *value) {
+// A pair of key and value, whose references move to it.
+PyObject *make_pair(EntryIterator *it, Ref key, Ref value) {
     PyObject *pair = it->pair;
     if (pair != nullptr && Py_REFCNT(pair) == 1) {
-        PyObject *old_key = PyTuple_GET_ITEM(pair, 0);
-        PyObject *old_value = PyTuple_GET_ITEM(pair, 1);
-        PyTuple_SET_ITEM(pair, 0, key);
-        PyTuple_SET_ITEM(pair, 1, value);
+        // The pair's old items are released last (the key first), when the
+        // pair is consistent: their release may run code.
+        Ref old_value = Ref::steal(PyTuple_GET_ITEM(pair, 1));
+        Ref old_key = Ref::steal(PyTuple_GET_ITEM(pair, 0));
+        PyTuple_SET_ITEM(pair, 0, key.release());
+        PyTuple_SET_ITEM(pair, 1, value.release());
         // The GC untracks a tuple of untracked items; the new items may be tracked.
         if (!PyObject_GC_IsTracked(pair)) {
             PyObject_GC_Track(pair);
         }
-        Py_INCREF(pair);
-        Py_DECREF(old_key);  // may run code: the pair is consistent
-        Py_DECREF(old_value);
-        return pair;
+        return Py_NewRef(pair);
     }
     pair = PyTuple_New(2);
     if (pair == nullptr) {
-        Py_DECREF(key);
-        Py_DECREF(value);
         return nullptr;
     }
-    PyTuple_SET_ITEM(pair, 0, key);
-    PyTuple_SET_ITEM(pair, 1, value);
+    PyTuple_SET_ITEM(pair, 0, key.release());
+    PyTuple_SET_ITEM(pair, 1, value.release());
     Py_XSETREF(it->pair, Py_NewRef(pair));
     return pair;
 }
@@ -125,7 +123,7 @@ PyObject *iterator_next(PyObject *self) {
             case EntryPart::kItems:
                 break;
         }
-        return make_pair(it, Py_NewRef(e->ref.wr_object), Py_NewRef(e->value));
+        return make_pair(it, Ref::borrow(e->ref.wr_object), Ref::borrow(e->value));
     }
     finish(it);
     return nullptr;

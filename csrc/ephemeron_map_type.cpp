@@ -1,6 +1,7 @@
 // ephemeron_map_type.cpp -- coextra.EphemeronMap, the Python type: the dict
 // protocol over the map's operations (ephemeron_map.cpp).
 #include "ephemeron_map.h"
+#include "include/coextra/ref.hpp"
 
 #include <cstddef>
 
@@ -123,12 +124,11 @@ PyObject *map_setdefault(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         return Py_NewRef(e->value);
     }
     // Our own reference: setting may run code that replaces the value at once.
-    Py_INCREF(value);
+    Ref held = Ref::borrow(value);
     if (ephemeron_set(m, args[0], value) < 0) {
-        Py_DECREF(value);
         return nullptr;
     }
-    return value;
+    return held.release();
 }
 
 // pop(key[, default])
@@ -167,16 +167,13 @@ PyObject *map_popitem(PyObject *self, PyObject *) {
     // callback removes the entry before the key is freed). Packing may run
     // code that removes the entry: hold it, and remove it only if it is
     // still in the table.
-    Py_INCREF(e);
-    PyObject *key = Py_NewRef(e->ref.wr_object);
-    PyObject *value = Py_NewRef(e->value);
-    PyObject *pair = PyTuple_Pack(2, key, value);
+    Ref key = Ref::borrow(e->ref.wr_object);
+    Ref value = Ref::borrow(e->value);
+    Ref entry = Ref::borrow(reinterpret_cast<PyObject *>(e));
+    PyObject *pair = PyTuple_Pack(2, key.get(), value.get());
     if (pair != nullptr && e->value != nullptr) {
         ephemeron_remove(m, e);
     }
-    Py_DECREF(e);
-    Py_DECREF(key);
-    Py_DECREF(value);
     return pair;
 }
 
@@ -189,24 +186,23 @@ PyObject *map_clear(PyObject *self, PyObject *) {
 // insertion order. Allocating may run code that changes the table, so every
 // pair is allocated first, empty, and then filled from the table, which runs
 // no code; one reference is taken per key and value.
-PyObject *items_list(EphemeronMap *m) {
+Ref items_list(EphemeronMap *m) {
     for (;;) {
         auto n = static_cast<Py_ssize_t>(m->table.size());
-        PyObject *list = PyList_New(n);
-        for (Py_ssize_t i = 0; list != nullptr && i < n; i++) {
+        Ref list = Ref::steal(PyList_New(n));
+        for (Py_ssize_t i = 0; list && i < n; i++) {
             PyObject *pair = PyTuple_New(2);
             if (pair == nullptr) {
-                Py_CLEAR(list);
+                list.reset();
             } else {
-                PyList_SET_ITEM(list, i, pair);
+                PyList_SET_ITEM(list.get(), i, pair);
             }
         }
-        if (list == nullptr) {
-            return nullptr;
+        if (!list) {
+            return list;
         }
         if (static_cast<Py_ssize_t>(m->table.size()) > n) {
-            Py_DECREF(list);  // entries came meanwhile: again, with room for them
-            continue;
+            continue;  // entries came meanwhile: again, with room for them
         }
         const EntryTable &t = m->table;
         Py_ssize_t count = 0;
@@ -215,30 +211,25 @@ PyObject *items_list(EphemeronMap *m) {
             if (e == nullptr) {
                 continue;
             }
-            PyObject *pair = PyList_GET_ITEM(list, count++);
+            PyObject *pair = PyList_GET_ITEM(list.get(), count++);
             PyTuple_SET_ITEM(pair, 0, Py_NewRef(e->ref.wr_object));
             PyTuple_SET_ITEM(pair, 1, Py_NewRef(e->value));
         }
         // Fewer entries than allocated for (some left, or their keys are
         // dying): the list ends at the last one filled.
-        PyObject **items = reinterpret_cast<PyListObject *>(list)->ob_item;
+        PyObject **items = reinterpret_cast<PyListObject *>(list.get())->ob_item;
         for (Py_ssize_t i = count; i < n; i++) {
             Py_CLEAR(items[i]);  // an empty pair
         }
-        Py_SET_SIZE(list, count);
+        Py_SET_SIZE(list.get(), count);
         return list;
     }
 }
 
-// A new reference to collections.abc.<name>, or NULL with an exception.
-PyObject *abc_attribute(const char *name) {
-    PyObject *abc = PyImport_ImportModule("collections.abc");
-    if (abc == nullptr) {
-        return nullptr;
-    }
-    PyObject *attribute = PyObject_GetAttrString(abc, name);
-    Py_DECREF(abc);
-    return attribute;
+// collections.abc.<name>, or empty with an exception.
+Ref abc_attribute(const char *name) {
+    Ref abc = Ref::steal(PyImport_ImportModule("collections.abc"));
+    return abc ? Ref::steal(PyObject_GetAttrString(abc.get(), name)) : Ref();
 }
 
 // keys(), values() and items() return views of collections.abc, as
@@ -263,21 +254,16 @@ ViewKind view_kinds[] = {
 // __iter__ of a view of kind `kind`: over the entries of its map, or, for a
 // view someone made over another mapping, as the abc view iterates.
 PyObject *view_iter(PyObject *view, const ViewKind &kind) {
-    PyObject *mapping = PyObject_GetAttrString(view, "_mapping");
-    if (mapping == nullptr) {
+    Ref mapping = Ref::steal(PyObject_GetAttrString(view, "_mapping"));
+    if (!mapping) {
         return nullptr;
     }
-    PyObject *iterator = nullptr;
-    if (PyObject_TypeCheck(mapping, &EphemeronMapType)) {
-        iterator = ephemeron_iterate_entries(reinterpret_cast<EphemeronMap *>(mapping), kind.part);
-    } else if (PyObject *base = abc_attribute(kind.abc_name)) {
-        PyObject *base_iter = PyObject_GetAttrString(base, "__iter__");
-        iterator = base_iter != nullptr ? PyObject_CallOneArg(base_iter, view) : nullptr;
-        Py_XDECREF(base_iter);
-        Py_DECREF(base);
+    if (PyObject_TypeCheck(mapping.get(), &EphemeronMapType)) {
+        return ephemeron_iterate_entries(reinterpret_cast<EphemeronMap *>(mapping.get()), kind.part);
     }
-    Py_DECREF(mapping);
-    return iterator;
+    Ref base = abc_attribute(kind.abc_name);
+    Ref base_iter = base ? Ref::steal(PyObject_GetAttrString(base.get(), "__iter__")) : Ref();
+    return base_iter ? PyObject_CallOneArg(base_iter.get(), view) : nullptr;
 }
 
 PyObject *keys_view_iter(PyObject *, PyObject *view) { return view_iter(view, view_kinds[0]); }
@@ -298,26 +284,21 @@ PyObject *view_type(size_t kind) {
     if (k.type != nullptr) {
         return k.type;
     }
-    PyObject *base = abc_attribute(k.abc_name);
-    if (base == nullptr) {
+    Ref base = abc_attribute(k.abc_name);
+    if (!base) {
         return nullptr;
     }
-    PyObject *function = PyCFunction_New(&view_iter_defs[kind], nullptr);
-    PyObject *method = function != nullptr ? PyInstanceMethod_New(function) : nullptr;
-    PyObject *slots = PyTuple_New(0);
-    PyObject *ns = method != nullptr && slots != nullptr
-                       ? Py_BuildValue("{s:O,s:O,s:s}", "__iter__", method, "__slots__", slots, "__module__", "coextra")
-                       : nullptr;
-    PyObject *made = ns != nullptr ? PyObject_CallFunction(reinterpret_cast<PyObject *>(Py_TYPE(base)), "s(O)O",
-                                                           k.name, base, ns)
-                                   : nullptr;
-    Py_XDECREF(ns);
-    Py_XDECREF(slots);
-    Py_XDECREF(method);
-    Py_XDECREF(function);
-    Py_DECREF(base);
-    k.type = made;  // kept for the process, as the map type itself
-    return made;
+    Ref function = Ref::steal(PyCFunction_New(&view_iter_defs[kind], nullptr));
+    Ref method = function ? Ref::steal(PyInstanceMethod_New(function.get())) : Ref();
+    Ref slots = Ref::steal(PyTuple_New(0));
+    Ref ns = method && slots ? Ref::steal(Py_BuildValue("{s:O,s:O,s:s}", "__iter__", method.get(), "__slots__",
+                                                        slots.get(), "__module__", "coextra"))
+                             : Ref();
+    Ref made = ns ? Ref::steal(PyObject_CallFunction(reinterpret_cast<PyObject *>(Py_TYPE(base.get())), "s(O)O",
+                                                     k.name, base.get(), ns.get()))
+                  : Ref();
+    k.type = made.release();  // kept for the process, as the map type itself
+    return k.type;
 }
 
 PyObject *new_view(PyObject *self, size_t kind) {
@@ -333,15 +314,15 @@ PyObject *map_iter(PyObject *self) {
     return ephemeron_iterate_entries(reinterpret_cast<EphemeronMap *>(self), EntryPart::kKeys);
 }
 
-// `item` as a (key, value) tuple (a new reference), or NULL with an
-// exception: any sequence of two items, as dict.update takes.
-PyObject *as_pair(PyObject *item, const char *operation) {
-    PyObject *pair = PySequence_Tuple(item);
-    if (pair != nullptr && PyTuple_GET_SIZE(pair) != 2) {
+// `item` as a (key, value) tuple, or empty with an exception: any sequence
+// of two items, as dict.update takes.
+Ref as_pair(PyObject *item, const char *operation) {
+    Ref pair = Ref::steal(PySequence_Tuple(item));
+    if (pair && PyTuple_GET_SIZE(pair.get()) != 2) {
         PyErr_Format(PyExc_ValueError,
                      "coextra: %s() needs (key, value) pairs, not a sequence of %zd items", operation,
-                     PyTuple_GET_SIZE(pair));
-        Py_CLEAR(pair);
+                     PyTuple_GET_SIZE(pair.get()));
+        return Ref();
     }
     return pair;
 }
@@ -349,37 +330,37 @@ PyObject *as_pair(PyObject *item, const char *operation) {
 // Sets every pair of `iterable` (of (key, value) pairs) in m. 0, or -1 with
 // an exception.
 int set_pairs(EphemeronMap *m, PyObject *iterable) {
-    PyObject *iterator = PyObject_GetIter(iterable);
-    if (iterator == nullptr) {
+    Ref iterator = Ref::steal(PyObject_GetIter(iterable));
+    if (!iterator) {
         return -1;
     }
     int result = 0;
-    PyObject *item;
-    while (result == 0 && (item = PyIter_Next(iterator)) != nullptr) {
-        PyObject *pair = as_pair(item, "EphemeronMap.update");
-        result = pair != nullptr ? ephemeron_set(m, PyTuple_GET_ITEM(pair, 0), PyTuple_GET_ITEM(pair, 1)) : -1;
-        Py_XDECREF(pair);
-        Py_DECREF(item);
+    while (result == 0) {
+        Ref item = Ref::steal(PyIter_Next(iterator.get()));
+        if (!item) {
+            break;
+        }
+        Ref pair = as_pair(item.get(), "EphemeronMap.update");
+        result = pair ? ephemeron_set(m, PyTuple_GET_ITEM(pair.get(), 0), PyTuple_GET_ITEM(pair.get(), 1)) : -1;
     }
-    Py_DECREF(iterator);
     return result == 0 && PyErr_Occurred() ? -1 : result;
 }
 
 // Sets other[key] for every key of `keys` in m. 0, or -1 with an exception.
 int set_keys_of(EphemeronMap *m, PyObject *other, PyObject *keys) {
-    PyObject *iterator = PyObject_GetIter(keys);
-    if (iterator == nullptr) {
+    Ref iterator = Ref::steal(PyObject_GetIter(keys));
+    if (!iterator) {
         return -1;
     }
     int result = 0;
-    PyObject *key;
-    while (result == 0 && (key = PyIter_Next(iterator)) != nullptr) {
-        PyObject *value = PyObject_GetItem(other, key);
-        result = value != nullptr ? ephemeron_set(m, key, value) : -1;
-        Py_XDECREF(value);
-        Py_DECREF(key);
+    while (result == 0) {
+        Ref key = Ref::steal(PyIter_Next(iterator.get()));
+        if (!key) {
+            break;
+        }
+        Ref value = Ref::steal(PyObject_GetItem(other, key.get()));
+        result = value ? ephemeron_set(m, key.get(), value.get()) : -1;
     }
-    Py_DECREF(iterator);
     return result == 0 && PyErr_Occurred() ? -1 : result;
 }
 
@@ -389,24 +370,20 @@ int set_keys_of(EphemeronMap *m, PyObject *other, PyObject *keys) {
 // weakly referenced, so there are none.
 int update_from(EphemeronMap *m, PyObject *other) {
     if (Py_IS_TYPE(other, &EphemeronMapType)) {
-        PyObject *items = items_list(reinterpret_cast<EphemeronMap *>(other));
-        int result = items != nullptr ? set_pairs(m, items) : -1;
-        Py_XDECREF(items);
-        return result;
+        Ref items = items_list(reinterpret_cast<EphemeronMap *>(other));
+        return items ? set_pairs(m, items.get()) : -1;
     }
-    PyObject *keys_method = PyObject_GetAttrString(other, "keys");
-    if (keys_method == nullptr) {
+    Ref keys_method = Ref::steal(PyObject_GetAttrString(other, "keys"));
+    if (!keys_method) {
         if (!PyErr_ExceptionMatches(PyExc_AttributeError)) {
             return -1;
         }
         PyErr_Clear();
         return set_pairs(m, other);
     }
-    PyObject *keys = PyObject_CallNoArgs(keys_method);
-    Py_DECREF(keys_method);
-    int result = keys != nullptr ? set_keys_of(m, other, keys) : -1;
-    Py_XDECREF(keys);
-    return result;
+    Ref keys = Ref::steal(PyObject_CallNoArgs(keys_method.get()));
+    keys_method.reset();
+    return keys ? set_keys_of(m, other, keys.get()) : -1;
 }
 
 PyObject *map_update(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -422,11 +399,11 @@ PyObject *map_update(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
 
 // copy(): a new map with the same entries (a shallow copy, as dict.copy).
 PyObject *map_copy(PyObject *self, PyObject *) {
-    PyObject *copy = ephemeron_alloc(&EphemeronMapType);
-    if (copy != nullptr && update_from(reinterpret_cast<EphemeronMap *>(copy), self) < 0) {
-        Py_CLEAR(copy);
+    Ref copy = Ref::steal(ephemeron_alloc(&EphemeronMapType));
+    if (copy && update_from(reinterpret_cast<EphemeronMap *>(copy.get()), self) < 0) {
+        return nullptr;
     }
-    return copy;
+    return copy.release();
 }
 
 int map_init(PyObject *self, PyObject *args, PyObject *kwargs) {
@@ -450,25 +427,21 @@ int map_equal(EphemeronMap *m, PyObject *other) {
     if (other == reinterpret_cast<PyObject *>(m)) {
         return 1;
     }
-    PyObject *items = PyMapping_Items(other);
-    if (items == nullptr) {
+    Ref items = Ref::steal(PyMapping_Items(other));
+    if (!items) {
         return -1;
     }
-    int equal = PyList_GET_SIZE(items) == static_cast<Py_ssize_t>(m->table.size());
-    for (Py_ssize_t i = 0; equal == 1 && i < PyList_GET_SIZE(items); i++) {
-        PyObject *pair = as_pair(PyList_GET_ITEM(items, i), "EphemeronMap.__eq__");
-        if (pair == nullptr) {
-            equal = -1;
-            break;
+    int equal = PyList_GET_SIZE(items.get()) == static_cast<Py_ssize_t>(m->table.size());
+    for (Py_ssize_t i = 0; equal == 1 && i < PyList_GET_SIZE(items.get()); i++) {
+        Ref pair = as_pair(PyList_GET_ITEM(items.get(), i), "EphemeronMap.__eq__");
+        if (!pair) {
+            return -1;
         }
         // The comparison may run code that changes m: hold the value.
-        EphemeronEntry *e = m->table.find(PyTuple_GET_ITEM(pair, 0));
-        PyObject *mine = e != nullptr ? Py_NewRef(e->value) : nullptr;
-        equal = mine != nullptr ? PyObject_RichCompareBool(mine, PyTuple_GET_ITEM(pair, 1), Py_EQ) : 0;
-        Py_XDECREF(mine);
-        Py_DECREF(pair);
+        EphemeronEntry *e = m->table.find(PyTuple_GET_ITEM(pair.get(), 0));
+        Ref mine = e != nullptr ? Ref::borrow(e->value) : Ref();
+        equal = mine ? PyObject_RichCompareBool(mine.get(), PyTuple_GET_ITEM(pair.get(), 1), Py_EQ) : 0;
     }
-    Py_DECREF(items);
     return equal;
 }
 
@@ -480,9 +453,8 @@ PyObject *map_richcompare(PyObject *self, PyObject *other, int op) {
     }
     int mapping = 1;
     if (!Py_IS_TYPE(other, &EphemeronMapType)) {
-        PyObject *abc_mapping = abc_attribute("Mapping");
-        mapping = abc_mapping != nullptr ? PyObject_IsInstance(other, abc_mapping) : -1;
-        Py_XDECREF(abc_mapping);
+        Ref abc_mapping = abc_attribute("Mapping");
+        mapping = abc_mapping ? PyObject_IsInstance(other, abc_mapping.get()) : -1;
     }
     if (mapping <= 0) {
         return mapping < 0 ? nullptr : Py_NewRef(Py_NotImplemented);

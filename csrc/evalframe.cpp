@@ -4,6 +4,7 @@
 #include "capi.h"
 
 #include <pthread.h>
+#include <utility>
 
 namespace coextra::detail {
 
@@ -13,7 +14,9 @@ PyObject *hook(PyThreadState *tstate, compat::EvalFrame *frame, int throwflag);
 
 // The backend's state: per process, touched with the GIL held.
 struct EvalFrameState {
-    // Owned (one reference) while enabled, NULL when disabled.
+    // Owned (one reference) while enabled, NULL when disabled. Not a Ref:
+    // this state is static and outlives the interpreter, whose shutdown
+    // disables the backend (lifecycle_shutdown) while it can still release.
     PyObject *callback = nullptr;
     // The evaluator underneath: frames always run with it. Set whenever the
     // hook is installed and never cleared, so a call that reaches the hook
@@ -221,12 +224,11 @@ void evalframe_enable(PyObject *callback, bool trace) {
         compat::set_eval_frame(hook);
         state.above = nullptr;  // the hook is on top of it now: nothing to put back
     }
-    PyObject *old = state.callback;
-    state.callback = Py_NewRef(callback);
+    // Released last: its release may run a __del__, which sees the new state.
+    Ref old = Ref::steal(std::exchange(state.callback, Py_NewRef(callback)));
     state.trace = trace;
     state.enabled = true;
     update_active();
-    Py_XDECREF(old);  // last: may run a __del__ that sees the new state
 }
 
 void evalframe_disable() {
@@ -236,9 +238,7 @@ void evalframe_disable() {
     }
     state.enabled = false;
     update_active();  // also after `previous` changed
-    PyObject *old = state.callback;
-    state.callback = nullptr;
-    Py_XDECREF(old);
+    Ref old = Ref::steal(std::exchange(state.callback, nullptr));
 }
 
 bool evalframe_is_enabled() { return state.enabled && current_evaluator() == hook; }

@@ -9,6 +9,7 @@
 
 #include "ephemeron_map.h"
 #include "heap_graph.h"
+#include "include/coextra/ref.hpp"
 #include "node_rules.h"
 #include "registry.h"
 
@@ -52,19 +53,19 @@ int follow_edge(PyObject *child, void *arg) {
     return 0;
 }
 
-PyObject *path_to(Search &s, uint32_t last_hop) {
+Ref path_to(Search &s, uint32_t last_hop) {
     size_t length = 1;
     for (uint32_t n = last_hop; n != HeapGraph::kNone; n = s.parent[n]) {
         length++;
     }
-    PyObject *path = PyList_New(static_cast<Py_ssize_t>(length));
-    if (path == nullptr) {
-        return nullptr;
+    Ref path = Ref::steal(PyList_New(static_cast<Py_ssize_t>(length)));
+    if (!path) {
+        return path;
     }
-    PyList_SET_ITEM(path, length - 1, Py_NewRef(s.target));
+    PyList_SET_ITEM(path.get(), length - 1, Py_NewRef(s.target));
     size_t at = length - 1;
     for (uint32_t n = last_hop; n != HeapGraph::kNone; n = s.parent[n]) {
-        PyList_SET_ITEM(path, --at, Py_NewRef(s.graph.nodes[n].op));
+        PyList_SET_ITEM(path.get(), --at, Py_NewRef(s.graph.nodes[n].op));
     }
     return path;
 }
@@ -107,16 +108,15 @@ PyObject *paths_from(PyObject *start, PyObject *target, Py_ssize_t node_budget) 
     // and so any Python code (3.10/3.11), which may free objects of the graph:
     // first take a reference to every object on a path, without allocating.
     hold_paths(s, +1);
-    PyObject *paths = PyList_New(0);
-    for (size_t i = 0; paths != nullptr && i < s.last_hops.size(); i++) {
-        PyObject *path = path_to(s, s.last_hops[i]);
-        if (path == nullptr || PyList_Append(paths, path) < 0) {
-            Py_CLEAR(paths);
+    Ref paths = Ref::steal(PyList_New(0));
+    for (size_t i = 0; paths && i < s.last_hops.size(); i++) {
+        Ref path = path_to(s, s.last_hops[i]);
+        if (!path || PyList_Append(paths.get(), path.get()) < 0) {
+            paths.reset();
         }
-        Py_XDECREF(path);
     }
     hold_paths(s, -1);
-    return paths;
+    return paths.release();
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 #include "holder.h"
 
 #include "fastcall_args.h"
-
+#include "include/coextra/ref.hpp"
 
 #include <cstring>
 #include <limits>
@@ -80,9 +80,9 @@ static Py_ssize_t index_of(Holder *h, const Entry *entry) {
 }
 
 // Takes items[i] out of the array and returns the reference the array held.
-static PyObject *take_at(Holder *h, uint32_t i) {
+static Ref take_at(Holder *h, uint32_t i) {
     PyObject **items = holder_items(h);
-    PyObject *taken = items[i];
+    Ref taken = Ref::steal(items[i]);
     std::memmove(&items[i], &items[i + 1], (h->size - i - 1) * sizeof(PyObject *));
     h->size--;
     count_entries(h, -1);
@@ -94,7 +94,7 @@ static PyObject *take_at(Holder *h, uint32_t i) {
 // whatever it adds is bounded by the same loop).
 static void evict_beyond_bound(Holder *h) {
     while (h->max_entries != 0 && h->size > h->max_entries) {
-        Py_DECREF(take_at(h, h->size - 1));
+        Ref evicted = take_at(h, h->size - 1);
     }
 }
 
@@ -115,21 +115,17 @@ Holder *holder_new() {
 }
 
 Entry *holder_add(Holder *h, PyObject *product, PyObject *guard) {
-    Entry *entry = entry_new(product, guard);
-    if (entry == nullptr) {
-        return nullptr;
-    }
-    if (reserve(h, h->size + 1) < 0) {
-        Py_DECREF(entry);
+    Ref entry = Ref::steal(reinterpret_cast<PyObject *>(entry_new(product, guard)));
+    if (!entry || reserve(h, h->size + 1) < 0) {
         return nullptr;
     }
     PyObject **items = holder_items(h);
     std::memmove(&items[1], &items[0], h->size * sizeof(PyObject *));
-    items[0] = Py_NewRef(reinterpret_cast<PyObject *>(entry));
+    items[0] = Py_NewRef(entry.get());
     h->size++;
     count_entries(h, 1);
     evict_beyond_bound(h);
-    return entry;
+    return reinterpret_cast<Entry *>(entry.release());
 }
 
 int holder_lookup(Holder *h, EntryMatcher match, void *context, Entry **found) {
@@ -186,7 +182,7 @@ int holder_remove(Holder *h, Entry *entry) {
     if (at < 0) {
         return 0;
     }
-    Py_DECREF(take_at(h, static_cast<uint32_t>(at)));
+    take_at(h, static_cast<uint32_t>(at)).reset();
     return 1;
 }
 
@@ -292,13 +288,8 @@ static int match_python_guard(Entry *entry, void *context) {
         return 1;  // no guard: always matches
     }
     auto *call = static_cast<GuardCall *>(context);
-    PyObject *verdict = PyObject_Vectorcall(entry->guard, call->args, call->nargsf, call->kwnames);
-    if (verdict == nullptr) {
-        return -1;
-    }
-    int truth = PyObject_IsTrue(verdict);
-    Py_DECREF(verdict);
-    return truth;
+    Ref verdict = Ref::steal(PyObject_Vectorcall(entry->guard, call->args, call->nargsf, call->kwnames));
+    return verdict ? PyObject_IsTrue(verdict.get()) : -1;
 }
 
 static PyObject *holder_py_lookup(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
@@ -367,13 +358,8 @@ static Py_ssize_t holder_length(PyObject *op) { return reinterpret_cast<Holder *
 
 static PyObject *holder_iter(PyObject *op) {
     // Iterate over a snapshot: the loop body may change the holder.
-    PyObject *entries = holder_entries(reinterpret_cast<Holder *>(op));
-    if (entries == nullptr) {
-        return nullptr;
-    }
-    PyObject *iterator = PyObject_GetIter(entries);
-    Py_DECREF(entries);
-    return iterator;
+    Ref entries = Ref::steal(holder_entries(reinterpret_cast<Holder *>(op)));
+    return entries ? PyObject_GetIter(entries.get()) : nullptr;
 }
 
 static PyObject *holder_repr(PyObject *op) {

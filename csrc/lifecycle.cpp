@@ -5,6 +5,7 @@
 #include "collector.h"
 #include "ephemeron_map.h"
 #include "evalframe.h"
+#include "include/coextra/ref.hpp"
 #include "registry.h"
 
 #include <pthread.h>
@@ -36,46 +37,33 @@ PyMethodDef shutdown_def = {"_coextra_shutdown", shutdown_at_exit, METH_NOARGS,
                             "(registered with atexit)."};
 
 int register_shutdown_at_exit() {
-    PyObject *atexit = PyImport_ImportModule("atexit");
-    if (atexit == nullptr) {
+    Ref atexit = Ref::steal(PyImport_ImportModule("atexit"));
+    if (!atexit) {
         return -1;
     }
-    PyObject *callback = PyCFunction_New(&shutdown_def, nullptr);
-    PyObject *result = callback ? PyObject_CallMethod(atexit, "register", "O", callback) : nullptr;
-    Py_XDECREF(callback);
-    Py_DECREF(atexit);
-    Py_XDECREF(result);
+    Ref callback = Ref::steal(PyCFunction_New(&shutdown_def, nullptr));
+    Ref result = callback ? Ref::steal(PyObject_CallMethod(atexit.get(), "register", "O", callback.get())) : Ref();
     return result ? 0 : -1;
 }
 
 }  // namespace
 
 PyObject *lifecycle_start() {
-    PyObject *registry = registry_init();
-    if (registry == nullptr) {
-        return nullptr;
-    }
-    if (ephemeron_types_ready() < 0) {
-        Py_DECREF(registry);
-        return nullptr;
-    }
-    if (auto_collect_set(true) < 0) {
-        Py_DECREF(registry);
+    Ref registry = Ref::steal(registry_init());
+    if (!registry || ephemeron_types_ready() < 0 || auto_collect_set(true) < 0) {
         return nullptr;
     }
     if (!process_hooks) {
         if (pthread_atfork(nullptr, nullptr, after_fork_child) != 0) {
             PyErr_SetString(PyExc_ImportError, "coextra: pthread_atfork failed (out of memory)");
-            Py_DECREF(registry);
             return nullptr;
         }
         if (register_shutdown_at_exit() < 0) {
-            Py_DECREF(registry);
             return nullptr;
         }
         process_hooks = true;
     }
-    return registry;
+    return registry.release();
 }
 
 void lifecycle_shutdown() {
