@@ -28,6 +28,100 @@ size_t EntryTable::slot_of(uintptr_t key_address) const {
     return index_shift_ < 64 ? hash_slot(key_address, index_shift_) : 0;
 }
 
+// The invariants, as gc.c's validate_list checks its lists: only in builds
+// with assertions (the debug and sanitizer builds). validate() is linear in
+// the table; it runs where the entry array grows and around an index
+// rebuild, which come once per a share of the table's size in inserts, so
+// it costs a constant per insert. The others check one entry, with a probe.
+//   - the entries: size_ of the positions [0, used_) hold an entry (the rest
+//     are holes), used_ <= capacity_, and each entry knows its position;
+//   - the index: index_filled_ slots are not kEmpty, and at least one is (a
+//     probe ends); probing from a live key's slot reaches its position (no
+//     slot is emptied but by a rebuild). Stale slots may name holes, reused
+//     positions, or positions past used_ that a trimmed tail had, but never
+//     past capacity_; right after a rebuild, every slot names an entry with
+//     a live key, one slot per such entry, and an unpinned table has no
+//     holes.
+#ifdef NDEBUG
+void EntryTable::validate(bool) const {}
+void EntryTable::validate_inserted(const EphemeronEntry *) const {}
+void EntryTable::validate_taken(const EphemeronEntry *) const {}
+#else
+bool EntryTable::index_reaches(uintptr_t key_address, size_t position) const {
+    for (size_t i = slot_of(key_address);; i = (i + 1) & index_mask_) {
+        if (index_[i] == kEmpty) {
+            return false;
+        }
+        if (index_[i] == position) {
+            return true;
+        }
+    }
+}
+
+void EntryTable::validate(bool rebuilt) const {
+    assert(used_ <= capacity_ && size_ <= used_ && "entry counts out of order");
+    size_t entries = 0;
+    size_t keyed = 0;
+    for (size_t p = 0; p < used_; p++) {
+        const EphemeronEntry *e = entries_[p];
+        if (e == nullptr) {
+            continue;
+        }
+        entries++;
+        assert(e->position == p && "an entry that does not know its position");
+        PyObject *key = e->ref.wr_object;
+        if (key != Py_None) {
+            keyed++;
+            assert(index_reaches(reinterpret_cast<uintptr_t>(key), p) && "an entry the index does not find");
+        }
+    }
+    assert(entries == size_ && "size() is not the number of entries");
+    assert((!rebuilt || pins_ != 0 || entries == used_) && "holes left in an unpinned table after a rebuild");
+    if (index_ == nullptr) {
+        assert(used_ == 0 && index_filled_ == 0 && "entries without an index");
+        return;
+    }
+    size_t filled = 0;
+    for (size_t i = 0; i <= index_mask_; i++) {
+        uint32_t position = index_[i];
+        if (position == kEmpty) {
+            continue;
+        }
+        filled++;
+        assert(position < capacity_ && "an index slot past the entry array");
+        if (rebuilt) {
+            assert(position < used_ && "an index slot past the end after a rebuild");
+            const EphemeronEntry *e = entries_[position];
+            assert(e != nullptr && e->ref.wr_object != Py_None &&
+                   "an index slot naming a hole or a dead key after a rebuild");
+        }
+    }
+    assert(filled == index_filled_ && "index_filled_ is not the number of filled slots");
+    assert((!rebuilt || filled == keyed) && "index slots and live keys differ in number after a rebuild");
+    assert(filled <= index_mask_ && "an index without an empty slot: a probe would not end");
+}
+
+void EntryTable::validate_inserted(const EphemeronEntry *entry) const {
+    size_t p = entry->position;
+    assert(p + 1 == used_ && used_ <= capacity_ && entries_[p] == entry &&
+           "an entry not at the end it was appended to");
+    assert(size_ <= used_ && "more entries than positions");
+    assert(index_filled_ * 3 <= (index_mask_ + 1) * 2 && "an index more than 2/3 full");
+    assert(index_reaches(reinterpret_cast<uintptr_t>(entry->ref.wr_object), p) &&
+           "an inserted entry the index does not find");
+    assert(find(entry->ref.wr_object) == entry && "another entry of the same key");
+}
+
+void EntryTable::validate_taken(const EphemeronEntry *entry) const {
+    size_t p = entry->position;
+    assert((p >= used_ || entries_[p] == nullptr) && "a taken entry still in the table");
+    assert(size_ <= used_ && used_ <= capacity_ && "entry counts out of order");
+    assert((pins_ != 0 || used_ == 0 || entries_[used_ - 1] != nullptr) && "a trailing hole in an unpinned table");
+    PyObject *key = entry->ref.wr_object;
+    assert((key == Py_None || find(key) != entry) && "the index still finds a taken entry");
+}
+#endif
+
 EphemeronEntry *EntryTable::find(PyObject *key) const {
     if (index_ == nullptr) {
         return nullptr;
@@ -47,6 +141,7 @@ EphemeronEntry *EntryTable::find(PyObject *key) const {
 }
 
 int EntryTable::rebuild_index(size_t index_slots) {
+    validate(false);  // what the inserts and removals since the last rebuild left
     auto *index = static_cast<uint32_t *>(PyMem_Malloc(index_slots * sizeof(uint32_t)));
     if (index == nullptr) {
         return -1;
@@ -90,6 +185,7 @@ int EntryTable::rebuild_index(size_t index_slots) {
     index_shift_ = shift;
     index_filled_ = filled;
     used_ = kept;
+    validate(true);
     return 0;
 }
 
@@ -121,6 +217,7 @@ bool EntryTable::grow() {
     }
     entries_ = entries;
     capacity_ = capacity;
+    validate(false);
     return true;
 }
 
@@ -136,6 +233,7 @@ void EntryTable::insert(EphemeronEntry *entry) {
     }
     index_[i] = static_cast<uint32_t>(position);
     index_filled_++;
+    validate_inserted(entry);
 }
 
 bool EntryTable::take(EphemeronEntry *entry) {
@@ -150,6 +248,7 @@ bool EntryTable::take(EphemeronEntry *entry) {
     while (pins_ == 0 && used_ > 0 && entries_[used_ - 1] == nullptr) {
         used_--;
     }
+    validate_taken(entry);
     return true;
 }
 

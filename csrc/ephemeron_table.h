@@ -71,6 +71,16 @@ private:
     // Rebuilds the index over the entries, holes squeezed out unless pinned;
     // -1 when out of memory (nothing changed).
     int rebuild_index(size_t index_slots);
+    // The invariants, checked where the table changes in builds with
+    // assertions (ephemeron_table.cpp): all of them after the entry array
+    // grows and before and after the index is rebuilt (`rebuilt`: also those
+    // a rebuild makes true), those of one entry after it is inserted or taken.
+    void validate(bool rebuilt) const;
+    void validate_inserted(const EphemeronEntry *entry) const;
+    void validate_taken(const EphemeronEntry *entry) const;
+    // Whether probing from the slot of the key at `key_address` reaches a
+    // slot naming `position` before an empty one (for the checks only).
+    bool index_reaches(uintptr_t key_address, size_t position) const;
 
     EphemeronEntry **entries_ = nullptr;  // [0, used_) in use, capacity_ allocated
     size_t capacity_ = 0;
