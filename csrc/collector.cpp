@@ -122,7 +122,7 @@ Py_ssize_t run_pass(PassKind kind, MapSeeds maps, size_t first, size_t end, size
     } else if (maps == MapSeeds::kAll) {
         seeds += ephemeron_entry_count();
     } else if (maps == MapSeeds::kGenerations) {
-        seeds += ephemeron_listed_count();
+        seeds += ephemeron_generation_seed_count();
     } else {
         map_cursor.maps_left = 0;
     }

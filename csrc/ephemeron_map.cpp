@@ -3,25 +3,36 @@
 // Python type (ephemeron_map_type.cpp) and the collector.
 #include "ephemeron_map.h"
 
-#include "ephemeron_state.h"
 #include "include/coextra/ref.hpp"
 
+#include <cstdint>
 #include <new>
 #include <utility>
+#include <vector>
 
 namespace coextra::detail {
 
-EphemeronState ephemeron_state;
-
-const std::vector<EphemeronMap *> &ephemeron_maps() { return ephemeron_state.maps; }
-
-size_t ephemeron_entry_count() { return ephemeron_state.entries; }
-
-size_t ephemeron_listed_count() { return ephemeron_state.listed; }
-
 namespace {
 
-constexpr EphemeronState &state = ephemeron_state;
+// The maps' state, per process, touched with the GIL held; read elsewhere
+// through ephemeron_map.h's functions.
+struct EphemeronState {
+    // Every live map, borrowed: a map removes itself when it is freed. The
+    // collector seeds passes with the keys of their entries.
+    std::vector<EphemeronMap *> maps;
+    size_t entries = 0;        // in the tables of all maps
+    uint64_t added_total = 0;  // entries ever added
+};
+
+EphemeronState state;
+
+}  // namespace
+
+const std::vector<EphemeronMap *> &ephemeron_maps() { return state.maps; }
+
+size_t ephemeron_entry_count() { return state.entries; }
+
+namespace {
 
 // Gives an entry in the table a new value; the old one is released after.
 void replace_value(EphemeronEntry *e, PyObject *value) {
@@ -65,7 +76,6 @@ void ephemeron_remove(EphemeronMap *m, EphemeronEntry *entry) {
 // usually keys) were made in, so freeing a large map walks memory in order.
 void ephemeron_clear(EphemeronMap *m) {
     state.entries -= m->table.size();
-    ephemeron_unlist_all(m);
     size_t count;
     EphemeronEntry **entries = m->table.release(&count);
     for (size_t i = 0; i < count; i++) {
@@ -86,7 +96,6 @@ PyObject *ephemeron_alloc(PyTypeObject *type) {
     }
     new (&m->table) EntryTable();
     m->weakreflist = nullptr;
-    m->generations = nullptr;
     m->registered_slot = SIZE_MAX;
     Ref key_death = Ref::steal(ephemeron_new_key_death(m));
     if (!key_death) {
@@ -113,7 +122,6 @@ void ephemeron_dealloc(EphemeronMap *m) {
     ephemeron_clear(m);
     m->table.free_arrays();
     m->table.~EntryTable();
-    delete m->generations;
     Py_DECREF(m->key_death);
 }
 
@@ -158,7 +166,7 @@ int ephemeron_set(EphemeronMap *m, PyObject *key, PyObject *value) {
         replace_value(e, value);
         return 0;
     }
-    if (!m->table.grow() || !ephemeron_list_young(m, reinterpret_cast<uintptr_t>(key))) {
+    if (!m->table.grow()) {
         made.reset();
         PyErr_NoMemory();
         return -1;

@@ -8,8 +8,6 @@
 //
 // The files: ephemeron_table.{h,cpp} the table; ephemeron_entry.{h,cpp} the
 // entry type and the callback that removes an entry whose key died;
-// ephemeron_state.h the state the maps' own files share;
-// ephemeron_generations.cpp automatic collection's generations;
 // ephemeron_map_iterator.cpp iterating over keys, values and items;
 // ephemeron_map.cpp the map's operations (for the C API, the Python type and
 // the collector); ephemeron_map_type.cpp the Python type (the dict protocol).
@@ -22,7 +20,7 @@
 //     and removes the entry (ephemeron_detach), after which the ordinary GC
 //     frees the rest.
 //
-// For the collector (heap_graph.h, collector.cpp) the map's reference to an
+// For the collector (node_rules.h, exploration.cpp) the map's reference to an
 // entry is not an edge of the heap: it is the virtual edge key -> entry, the
 // same device as code -> holder for holders. A key's entries are found
 // through the key's own weak reference list, so no index is needed. The map
@@ -46,32 +44,6 @@ namespace coextra::detail {
 
 struct EphemeronMap;
 
-// Automatic collection's generations of one map's entries, in the runs the
-// registry keeps holders in (Generations, generations.h; docs/design.md,
-// "Map entries and map scans"): `listed` holds key addresses in the runs of
-// `runs` -- middle, young that the generation pass in progress examines,
-// young added since it began -- and drops the old run as it forms, so every
-// entry not listed is old. A run is the whole map when it holds one of the
-// `marks`, which are in the runs of `whole`, moved as `runs` are; a whole
-// run's addresses are dropped. An address names an entry only while the map
-// holds an entry whose live key is at that address
-// (ephemeron_generation_key): one that left stays listed until the young
-// run is next compacted or its run becomes old, and an address reused by a
-// later entry of the same map only seeds that entry too, which is sound. A
-// young run longer than a quarter of the map (and than kListMin addresses)
-// gives way to a mark, so a map's generations cost no memory per entry
-// once it fills faster than generation passes come.
-struct EntryGenerations {
-    std::vector<uintptr_t> listed;
-    Generations runs;   // over listed
-    size_t marks = 0;
-    Generations whole;  // over the marks
-    size_t compact_at = 0;  // young run's length at which stale addresses are dropped
-
-    size_t young_listed() const { return runs.young_since(listed.size()); }
-    bool young_whole() const { return whole.young_since(marks) != 0; }
-};
-
 struct EphemeronMap {
     PyObject_HEAD
     // Owns one reference to each of its entries. Constructed in place when
@@ -83,7 +55,6 @@ struct EphemeronMap {
     PyObject *key_death;
     size_t registered_slot;  // index in ephemeron_maps()
     PyObject *weakreflist;
-    EntryGenerations *generations;  // owned (new/delete); NULL until the first entry
 };
 
 extern PyTypeObject EphemeronMapType;
@@ -93,8 +64,6 @@ extern PyTypeObject EphemeronMapType;
 const std::vector<EphemeronMap *> &ephemeron_maps();
 // Entries in the tables of all maps.
 size_t ephemeron_entry_count();
-// Key addresses listed in every map's generations (EntryGenerations).
-size_t ephemeron_listed_count();
 // EphemeronEntry objects that exist right now, in a table or not: tests and
 // stats() prove with it that entries are really freed.
 int64_t ephemeron_entry_live_count();
@@ -117,28 +86,12 @@ EphemeronEntry *ephemeron_find_entry(EphemeronMap *map, PyObject *key);
 // its map), or NULL (also while a dying key's callback is pending).
 PyObject *ephemeron_entry_key(EphemeronEntry *entry);
 
-// m's part of the steps of a generation pass (generations.h, which takes
-// every map): its runs move by Generations' rule, and it drops what a map
-// does not keep (the old run; a whole run's addresses). All old is
-// ephemeron_unlist_all.
-void ephemeron_generations_begin_pass(EphemeronMap *m);
-void ephemeron_generations_age(EphemeronMap *m, bool straight_to_old);
-
-// Every generation of m is forgotten: all its entries are old (a pass over
-// every entry found the survivors live, the table is emptied, or the map is
-// going).
-void ephemeron_unlist_all(EphemeronMap *m);
-
-// Whether some map's entries are young or middle.
+// Automatic collection's generations of the maps' entries are runs of their
+// tables' positions (EntryTable::generations), moved by generations.cpp.
+// Whether some map's entries are young or middle; how many entries the
+// generation pass in progress examines, over every map.
 bool ephemeron_generations_pending();
-
-// The entries of m a generation pass examines (middle and examined): every
-// entry when one of the two is the whole map; else by index: how many, and
-// the key of one (borrowed, valid while no code runs), NULL when that entry
-// has left the map or its key is dying.
-bool ephemeron_generation_whole(const EphemeronMap *m);
-size_t ephemeron_generation_seeds(const EphemeronMap *m);
-PyObject *ephemeron_generation_key(const EphemeronMap *m, size_t i);
+size_t ephemeron_generation_seed_count();
 
 // The C API's operations (coextra.h). `map` must be an EphemeronMap.
 // get: 1 with a new reference in *value, 0 when missing, -1 with TypeError
@@ -153,9 +106,13 @@ EphemeronMap *ephemeron_new();
 
 // The key of the entry at `position` of m's table (EntryTable::at), for the
 // collector's seeding: borrowed, valid while no code runs; NULL for a hole,
-// an entry the GC cleared, or a dying key. False past the end. Seeding walks
-// the positions in order, which is memory order: the entry a few positions
-// ahead is prefetched, and so is its key.
+// an entry the GC cleared, a dying key, or an entry whose value references
+// nothing the collector follows (neither a GC object nor a code object: a
+// str, an int, None). Such an entry never keeps its key alive, so seeding
+// it decides nothing: its key lives or dies by its other referrers, which
+// their own seeds reach, and the key's death removes the entry. False past
+// the end. Seeding walks the positions in order, which is memory order: the
+// entry a few positions ahead is prefetched, and so are its key and value.
 inline bool ephemeron_position_key(const EphemeronMap *m, size_t position, PyObject **key) {
     constexpr size_t kPrefetch = 8;
     const EntryTable &t = m->table;
@@ -165,9 +122,13 @@ inline bool ephemeron_position_key(const EphemeronMap *m, size_t position, PyObj
     if (position + kPrefetch < t.end()) {
         if (const EphemeronEntry *ahead = t.at(position + kPrefetch)) {
             __builtin_prefetch(ahead->ref.wr_object);
+            __builtin_prefetch(ahead->value);  // its type decides whether the key is seeded
         }
     }
-    *key = ephemeron_entry_key(t.at(position));
+    EphemeronEntry *e = t.at(position);
+    PyObject *value = e != nullptr ? e->value : nullptr;
+    bool follows = value != nullptr && (compat::is_gc_object(value) || PyCode_Check(value));
+    *key = follows ? ephemeron_entry_key(e) : nullptr;
     return true;
 }
 
@@ -187,10 +148,6 @@ EphemeronMap *ephemeron_map_of(const EphemeronEntry *entry);
 PyObject *ephemeron_new_key_death(EphemeronMap *m);
 void ephemeron_key_death_forget(PyObject *key_death);
 int ephemeron_entry_types_ready();
-
-// Generations (ephemeron_generations.cpp): a new entry's key address becomes
-// young (false when out of memory).
-bool ephemeron_list_young(EphemeronMap *m, uintptr_t address);
 
 // The map's operations (ephemeron_map.cpp) for its Python type.
 // -1 with TypeError when key cannot be weakly referenced, else 0.

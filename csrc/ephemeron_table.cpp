@@ -76,6 +76,7 @@ void EntryTable::validate(bool rebuilt) const {
         }
     }
     assert(entries == size_ && "size() is not the number of entries");
+    runs_.validate(used_);
     assert((!rebuilt || pins_ != 0 || entries == used_) && "holes left in an unpinned table after a rebuild");
     if (index_ == nullptr) {
         assert(used_ == 0 && index_filled_ == 0 && "entries without an index");
@@ -156,7 +157,14 @@ int EntryTable::rebuild_index(size_t index_slots) {
     size_t mask = index_slots - 1;
     size_t kept = 0;
     size_t filled = 0;
+    // A run's bound moves to where the first entry at or past it goes.
+    size_t *bounds[] = {&runs_.old_end, &runs_.middle_end, &runs_.pass_end};
+    size_t next_bound = 0;
+    const size_t old_bounds[] = {runs_.old_end, runs_.middle_end, runs_.pass_end};
     for (size_t p = 0; p < used_; p++) {
+        while (next_bound < 3 && old_bounds[next_bound] == p) {
+            *bounds[next_bound++] = kept;
+        }
         EphemeronEntry *e = entries_[p];
         if (e == nullptr) {
             if (pins_ != 0) {
@@ -178,6 +186,9 @@ int EntryTable::rebuild_index(size_t index_slots) {
             filled++;
         }
         kept++;
+    }
+    for (; next_bound < 3; next_bound++) {
+        *bounds[next_bound] = kept;  // at used_
     }
     PyMem_Free(index_);
     index_ = index;
@@ -248,6 +259,7 @@ bool EntryTable::take(EphemeronEntry *entry) {
     while (pins_ == 0 && used_ > 0 && entries_[used_ - 1] == nullptr) {
         used_--;
     }
+    runs_.truncate(used_);
     validate_taken(entry);
     return true;
 }

@@ -17,6 +17,7 @@
 #pragma once
 
 #include "compat.h"
+#include "generations.h"
 
 #include <cstdint>
 
@@ -64,6 +65,15 @@ public:
     // Frees the arrays (the map is going, its entries already released).
     void free_arrays();
 
+    // Automatic collection's generations of the entries, as runs of
+    // positions (generations.h): an insert appends at end(), so its entry is
+    // young since the generation pass in progress began; a squeeze moves
+    // each bound down with the entries (an entry never changes runs); holes
+    // trimmed at the end cut the runs; an emptied table has none. The map's
+    // generation steps move the bounds (generations.cpp).
+    Generations &generations() { return runs_; }
+    const Generations &generations() const { return runs_; }
+
 private:
     static constexpr uint32_t kEmpty = UINT32_MAX;
 
@@ -93,6 +103,7 @@ private:
     unsigned index_shift_ = 64;  // 64 - log2(slots)
     uint64_t releases_ = 0;
     size_t pins_ = 0;
+    Generations runs_;  // over the positions [0, used_)
 };
 
 }  // namespace coextra::detail

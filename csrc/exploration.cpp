@@ -205,16 +205,17 @@ bool add_seeds(Pass &pass, const std::vector<Holder *> &holders, size_t *next_se
     return true;
 }
 
-// Position `slot` of m's table (kAll, or kGenerations when a generation is
-// the whole map) or its generations' seed `slot` (kGenerations): the key to
-// seed, or NULL when there is none. Past the end: false.
+// The key to seed for `slot` (ephemeron_position_key: NULL when there is
+// none): position `slot` of m's table (kAll), or the slot-th of the
+// positions the generation pass in progress examines (kGenerations). Past
+// the end: false.
 bool map_seed_key(const EphemeronMap *m, MapSeeds seeds, size_t slot, PyObject **key) {
-    if (seeds == MapSeeds::kGenerations && !ephemeron_generation_whole(m)) {
-        if (slot >= ephemeron_generation_seeds(m)) {
+    if (seeds == MapSeeds::kGenerations) {
+        const Generations &g = m->table.generations();
+        if (slot >= g.in_pass()) {
             return false;
         }
-        *key = ephemeron_generation_key(m, slot);
-        return true;
+        slot += g.old_end;
     }
     return ephemeron_position_key(m, slot, key);
 }

@@ -1,7 +1,7 @@
 // generations.cpp -- the steps of a generation pass over every kind
-// (generations.h): the registry's holders, whose runs are the registry's
-// table itself, and each map's entries (ephemeron_generations.cpp keeps a
-// map's runs).
+// (generations.h): the registry's holders, whose runs are slots of the
+// registry's table, and each map's entries, whose runs are positions of the
+// map's table (EntryTable::generations).
 #include "generations.h"
 
 #include "ephemeron_map.h"
@@ -13,30 +13,50 @@ namespace {
 
 // Applies a step to every kind: `holders` to the registry's runs (given the
 // number of holders), whose table is then checked, and `map` to each map.
-template <typename Holders, typename Map>
-void step_every_kind(Holders holders, Map map) {
+template <typename Holders, typename Entries>
+void step_every_kind(Holders holders, Entries entries) {
     if (Registry *r = registry_current()) {
         holders(r->generations, r->holders.size());
         registry_validate(r);
     }
     for (EphemeronMap *m : ephemeron_maps()) {
-        map(m);
+        entries(m->table.generations(), m->table.end());
+        m->table.generations().validate(m->table.end());
     }
 }
 
 }  // namespace
 
 void generations_begin_pass() {
-    step_every_kind([](Generations &g, size_t end) { g.begin_pass(end); }, ephemeron_generations_begin_pass);
+    auto begin = [](Generations &g, size_t end) { g.begin_pass(end); };
+    step_every_kind(begin, begin);
 }
 
 void generations_age(bool holders_straight_to_old, bool entries_straight_to_old) {
     step_every_kind([=](Generations &g, size_t) { g.age(holders_straight_to_old); },
-                    [=](EphemeronMap *m) { ephemeron_generations_age(m, entries_straight_to_old); });
+                    [=](Generations &g, size_t) { g.age(entries_straight_to_old); });
 }
 
 void generations_all_old() {
-    step_every_kind([](Generations &g, size_t end) { g.all_old(end); }, ephemeron_unlist_all);
+    auto all_old = [](Generations &g, size_t end) { g.all_old(end); };
+    step_every_kind(all_old, all_old);
+}
+
+bool ephemeron_generations_pending() {
+    for (const EphemeronMap *m : ephemeron_maps()) {
+        if (m->table.generations().pending(m->table.end())) {
+            return true;
+        }
+    }
+    return false;
+}
+
+size_t ephemeron_generation_seed_count() {
+    size_t seeds = 0;
+    for (const EphemeronMap *m : ephemeron_maps()) {
+        seeds += m->table.generations().in_pass();
+    }
+    return seeds;
 }
 
 }  // namespace coextra::detail

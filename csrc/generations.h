@@ -10,7 +10,7 @@
 namespace coextra::detail {
 
 // A kind's members, a sequence [0, end) that the kind keeps (the registry's
-// holders, a map's listed key addresses), in four contiguous runs:
+// holders' slots, a map's table positions), in four contiguous runs:
 //
 //     [0, old_end)               old
 //     [old_end, middle_end)      middle: found live by one generation pass
@@ -19,8 +19,7 @@ namespace coextra::detail {
 //     [pass_end, end)            young, added since it began
 //
 // Generations holds the bounds and moves them; the kind adds members at the
-// end and keeps `end`. A kind that does not keep its old members drops them
-// (forget_old) after each step that makes some old.
+// end and keeps `end`.
 struct Generations {
     size_t old_end = 0;
     size_t middle_end = 0;
@@ -47,23 +46,11 @@ struct Generations {
     bool pending(size_t end) const { return old_end < end; }
 
     // How many members the pass in progress examines: middle and young,
-    // [old_end, pass_end); of them young, [middle_end, pass_end).
+    // [old_end, pass_end).
     size_t in_pass() const { return pass_end - old_end; }
-    size_t young_in_pass() const { return pass_end - middle_end; }
 
     // How many members are young since the pass in progress began.
     size_t young_since(size_t end) const { return end - pass_end; }
-
-    // Drops the old run, for a kind that does not keep its old members:
-    // every bound moves down by its length, which it returns; the kind then
-    // erases members [0, that length).
-    size_t forget_old() {
-        size_t old = old_end;
-        old_end = 0;
-        middle_end -= old;
-        pass_end -= old;
-        return old;
-    }
 
     // The sequence is cut to [0, end): the runs past it lose their members.
     void truncate(size_t end) {

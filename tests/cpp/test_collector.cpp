@@ -594,28 +594,70 @@ TEST_F(MapGenerations, EntriesTwoPassesFoundLiveAreOldAndLeftToTheMapScan) {
     EXPECT_EQ(collector_state().map_scans.scans, scans + 1);
 }
 
-TEST_F(MapGenerations, AKeySetAndDeletedOverAndOverListsItOnce) {
+// A map's generations are runs of its table's positions: they cost nothing
+// per entry, and churn cannot make them outgrow the table.
+TEST_F(MapGenerations, AKeySetAndDeletedOverAndOverTakesOnePositionOfTheYoungRun) {
     add_entries(1);
     PyObject *key = keys.back().ptr();
     for (int i = 0; i < 10000; i++) {
         ASSERT_EQ(ephemeron_delete(m(), key), 1);
         ASSERT_EQ(ephemeron_set(m(), key, Py_None), 0);
     }
-    EXPECT_LE(m()->generations->young_listed(), 128u) << "stale and repeated addresses compacted";
-    EXPECT_FALSE(m()->generations->young_whole());
+    EXPECT_EQ(m()->table.end(), 1u) << "the trailing hole is trimmed, its position reused";
+    EXPECT_EQ(m()->table.generations().young_since(m()->table.end()), 1u);
 }
 
-TEST_F(MapGenerations, APassBegunAgainBeforeItAgedKeepsEveryEntryListedOnce) {
+TEST_F(MapGenerations, APassBegunAgainBeforeItAgedExaminesEveryEntryOnce) {
     add_entries(10);
     generations_begin_pass();
     add_entries(10);
     generations_begin_pass();  // the first never aged: its entries join
-    EXPECT_EQ(ephemeron_generation_seeds(m()), 20u);
-    EXPECT_EQ(ephemeron_listed_count(), 20u);
+    EXPECT_EQ(m()->table.generations().in_pass(), 20u);
+    EXPECT_EQ(ephemeron_generation_seed_count(), 20u);
     generations_age(false, false);
     generations_age(false, false);
     EXPECT_FALSE(ephemeron_generations_pending());
-    EXPECT_EQ(ephemeron_listed_count(), 0u);
+    EXPECT_EQ(ephemeron_generation_seed_count(), 0u);
+}
+
+// Entries stay in their runs when the table squeezes its holes out: each
+// bound moves down with the entries.
+TEST_F(MapGenerations, ASqueezeKeepsEveryEntryInItsRun) {
+    add_entries(300);
+    generations_all_old();  // [0, 300) old
+    add_entries(300);
+    generations_begin_pass();
+    generations_age(false, false);  // [300, 600) middle
+    add_entries(300);               // [600, 900) young
+    std::vector<py::object> runs[3] = {{keys.begin(), keys.begin() + 300},
+                                       {keys.begin() + 300, keys.begin() + 600},
+                                       {keys.begin() + 600, keys.end()}};
+    for (auto &run : runs) {  // every other entry of each run leaves
+        for (size_t i = 0; i < run.size(); i += 2) {
+            ASSERT_EQ(ephemeron_delete(m(), run[i].ptr()), 1);
+        }
+    }
+    const EntryTable &t = m()->table;
+    size_t end = t.end();
+    for (int i = 0; i < 1000 && t.end() >= end; i++) {
+        keys.push_back(make_function("late" + std::to_string(i)));
+        ASSERT_EQ(ephemeron_set(m(), keys.back().ptr(), Py_None), 0);
+        end = std::max(end, t.end());
+    }
+    ASSERT_LT(t.end(), end) << "the table squeezed its holes out";
+    const Generations &g = t.generations();
+    EXPECT_EQ(g.old_end, 150u);
+    EXPECT_EQ(g.middle_end, 300u);
+    EXPECT_EQ(g.pass_end, 300u);
+    size_t bounds[3][2] = {{0, g.old_end}, {g.old_end, g.middle_end}, {g.pass_end, t.end()}};
+    for (int r = 0; r < 3; r++) {
+        for (size_t i = 1; i < runs[r].size(); i += 2) {
+            EphemeronEntry *e = ephemeron_find_entry(m(), runs[r][i].ptr());
+            ASSERT_NE(e, nullptr);
+            EXPECT_GE(e->position, bounds[r][0]) << "run " << r;
+            EXPECT_LT(e->position, bounds[r][1]) << "run " << r;
+        }
+    }
 }
 
 // Adaptive tenuring, for map entries and holders apart (auto_collect.h,
@@ -635,11 +677,11 @@ TEST_F(MapGenerations, EntriesNeedTwoPassesToBecomeOldOnlyOnceAMapEntryHasDied) 
     EXPECT_EQ(gc_pass(2), 5);
     EXPECT_EQ(auto_collect_entry_passes_to_old(), 2);
     EXPECT_TRUE(ephemeron_generations_pending()) << "found live once after an entry died: middle";
-    EXPECT_GE(ephemeron_generation_seeds(m()), 10u) << "(the dead ones' addresses may stay listed)";
+    EXPECT_GE(m()->table.generations().in_pass(), 10u) << "(the dead ones' positions may stay, as holes)";
     for (int pass = 0; pass < 2; pass++) {
         add_entries(10);
         EXPECT_EQ(gc_pass(2), 0);
-        EXPECT_EQ(ephemeron_generation_seeds(m()), 10u) << "nothing died lately, yet the newest are middle";
+        EXPECT_EQ(m()->table.generations().in_pass(), 10u) << "nothing died lately, yet the newest are middle";
     }
 }
 
@@ -663,15 +705,29 @@ TEST_F(MapGenerations, DeadMapEntriesLeaveTheHoldersTenuringAndCountsAlone) {
     EXPECT_EQ(registry_get()->generations.old_end, 300u) << "found live once while no holder died: old";
 }
 
-TEST_F(MapGenerations, AMapFilledFasterThanPassesComeIsExaminedWhole) {
+TEST_F(MapGenerations, AMapFilledFasterThanPassesComeIsExaminedOnceYoungAndOnceMiddle) {
     add_entries(1000);
-    EXPECT_TRUE(m()->generations->young_whole()) << "more young than a quarter of the map";
-    EXPECT_LT(m()->generations->young_listed(), 100u) << "no address per entry";
     keys.erase(keys.begin(), keys.begin() + 400);  // 400 die young
     EXPECT_EQ(gc_pass(2), 400);
     EXPECT_EQ(m()->table.size(), 600u);
     gc_pass(2);
-    EXPECT_FALSE(ephemeron_generations_pending()) << "the whole map aged, then became old";
+    EXPECT_FALSE(ephemeron_generations_pending()) << "the survivors aged, then became old";
+}
+
+// An entry whose value references nothing the collector follows cannot keep
+// its key alive: no pass seeds it, and its key's death removes it.
+TEST_F(MapGenerations, AnEntryWhoseValueReferencesNothingIsNeverSeeded) {
+    py::object key = py::set();  // weakly referenceable, in no cycle: dies by its count
+    ASSERT_EQ(ephemeron_set(m(), key.ptr(), py::int_(7).ptr()), 0);
+    PyObject *seed = nullptr;
+    ASSERT_TRUE(ephemeron_position_key(m(), 0, &seed));
+    EXPECT_EQ(seed, nullptr) << "an int value";
+    ASSERT_EQ(ephemeron_set(m(), key.ptr(), py::make_tuple(key).ptr()), 0);
+    ASSERT_TRUE(ephemeron_position_key(m(), 0, &seed));
+    EXPECT_EQ(seed, key.ptr()) << "a tuple that references the key";
+    ASSERT_EQ(ephemeron_set(m(), key.ptr(), py::str("value").ptr()), 0);
+    key = py::object();
+    EXPECT_EQ(m()->table.size(), 0u) << "the key died: its callback removed the entry";
 }
 
 // A map scan goes in slices of table positions. Between slices, entries
