@@ -137,7 +137,7 @@ Py_ssize_t run_pass(PassKind kind, MapSeeds maps, size_t first, size_t end, size
     pass.next_seed = first;
     pass.defer = kind == PassKind::kSlice;  // collect() explores everything
     ok = ok && explore_and_count(pass, r->holders, end, map_cursor) && propagate_liveness(pass.graph, pass.stack);
-    if (ok) {
+    if (ok && pass.defer) {
         record_live_structures(pass);
     }
     if (scan != nullptr) {

@@ -67,16 +67,19 @@ struct Pass {
     PodArray<uint32_t> stack;    // liveness propagation
     // Per node, the node whose references led to it (kNone for a seed),
     // which is always an earlier node; record_live_structures turns it into
-    // each node's recorded structure.
+    // each node's recorded structure. Kept by automatic passes only.
     PodArray<uint32_t> discoverer;
-    PodArray<uint32_t> merged_into;  // per node, the objects explored as part of it
+    PodArray<uint32_t> merged_into;  // per node, the objects explored as part of it (likewise)
     PodArray<uint32_t> subtree;   // record_live_structures
     PodArray<uint32_t> deferred;  // nodes left unexpanded as live structures
     ChunkSeeds seeds;            // the current chunk of seeds (explore)
     uint32_t current = 0;        // the node whose references are being queued
     size_t next_node = 0;        // the next node to expand (explore)
     size_t next_seed = 0;        // the next holder slot to seed (explore)
-    bool defer = false;          // whether live structures are left unexplored
+    // An automatic pass: it leaves the recorded live structures unexplored
+    // and records those it finds (collect() explores everything and records
+    // nothing, so it spends no memory per node on them).
+    bool defer = false;
     // The prune lists, kept from pass to pass by the collector's scratch
     // (borrowed: the scratch owns them and this pass together).
     ModuleDicts &module_dicts;       // never expanded

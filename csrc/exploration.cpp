@@ -57,7 +57,9 @@ bool explore_as_part(Pass &pass, PyObject *child, visitproc visit) {
         return false;
     }
     if (pass.graph.charge_merged()) {  // past the budget it stays unexplored: live
-        pass.merged_into[pass.current]++;
+        if (pass.defer) {
+            pass.merged_into[pass.current]++;
+        }
         visit_referents(child, visit, &pass, queue_entry);
     }
     return true;
@@ -80,14 +82,18 @@ int explore_entry(PyObject *entry, void *arg) {
 // (docs/benchmarks.md).
 constexpr size_t kPrefetchDistance = 64;
 
-// Records who discovered a new node, and marks it deferred when it is a
-// live structure (LiveStructures). False when out of memory.
+// In an automatic pass (`defer`): records who discovered a new node, and
+// marks it deferred when it is a live structure (LiveStructures). False when
+// out of memory.
 bool note_new_node(Pass &pass, uint32_t node, uint32_t discoverer) {
+    if (!pass.defer) {
+        return true;
+    }
     if (!pass.discoverer.push(discoverer) || !pass.merged_into.push(0)) {
         return false;
     }
     GraphNode &n = pass.graph.nodes[node];
-    if (pass.defer && !pass.live_structures.empty() && !(n.flags & NODE_BY_HOLDER) &&
+    if (!pass.live_structures.empty() && !(n.flags & NODE_BY_HOLDER) &&
         pass.live_structures.find(n.op) != nullptr) {
         n.flags |= NODE_DEFERRED;
         return pass.deferred.push(node);
@@ -129,7 +135,9 @@ void process_pending(Pass &pass) {
                     g.out_of_memory = true;
                     return;
                 }
-                pass.merged_into[p.source]++;
+                if (pass.defer) {
+                    pass.merged_into[p.source]++;
+                }
             }
             continue;
         }
