@@ -3,7 +3,7 @@
 
 #include "collector.h"
 #include "ephemeron_map.h"
-#include "generations.h"
+#include "generation_pass.h"
 #include "include/coextra/ref.hpp"
 #include "registry.h"
 

@@ -8,6 +8,7 @@
 #include "ephemeron_map.h"
 #include "exploration.h"
 #include "garbage.h"
+#include "generation_pass.h"
 #include "heap_graph.h"
 #include "holder.h"
 #include "live_structures.h"

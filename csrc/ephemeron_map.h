@@ -35,7 +35,6 @@
 #include "compat.h"
 #include "ephemeron_entry.h"
 #include "ephemeron_table.h"
-#include "generations.h"
 
 #include <cstdint>
 #include <vector>
@@ -85,13 +84,6 @@ EphemeronEntry *ephemeron_find_entry(EphemeronMap *map, PyObject *key);
 // The key of an entry still in a map (borrowed, alive while the entry is in
 // its map), or NULL (also while a dying key's callback is pending).
 PyObject *ephemeron_entry_key(EphemeronEntry *entry);
-
-// Automatic collection's generations of the maps' entries are runs of their
-// tables' positions (EntryTable::generations), moved by generations.cpp.
-// Whether some map's entries are young or middle; how many entries the
-// generation pass in progress examines, over every map.
-bool ephemeron_generations_pending();
-size_t ephemeron_generation_seed_count();
 
 // The C API's operations (coextra.h). `map` must be an EphemeronMap.
 // get: 1 with a new reference in *value, 0 when missing, -1 with TypeError

@@ -70,7 +70,7 @@ public:
     // young since the generation pass in progress began; a squeeze moves
     // each bound down with the entries (an entry never changes runs); holes
     // trimmed at the end cut the runs; an emptied table has none. The map's
-    // generation steps move the bounds (generations.cpp).
+    // generation steps move the bounds (generation_pass.h).
     Generations &generations() { return runs_; }
     const Generations &generations() const { return runs_; }
 

@@ -1,7 +1,8 @@
 // generations.h -- Generations: the runs that automatic collection keeps the
-// registry's holders and the maps' entries in, and the steps of a
-// generation pass over both kinds at once. The policy (which pass examines
-// what, when members age) is docs/design.md's "Automatic collection".
+// registry's holders and the maps' entries in (the steps of a generation
+// pass over both kinds are generation_pass.h's). The policy (which pass
+// examines what, when members age) is docs/design.md's "Automatic
+// collection".
 #pragma once
 
 #include <cassert>
@@ -87,19 +88,5 @@ struct Generations {
                "generation runs out of order");
     }
 };
-
-// The steps of a generation pass, for every kind at once: the registry's
-// holders (when there is a registry) and the entries of every live map.
-
-// A generation pass begins: it examines every young holder and entry.
-void generations_begin_pass();
-
-// It has examined them: each kind ages (Generations::age), its young going
-// straight to old as automatic collection decides for that kind (adaptive
-// tenuring, auto_collect.h).
-void generations_age(bool holders_straight_to_old, bool entries_straight_to_old);
-
-// A pass over every holder and entry found every survivor live: all old.
-void generations_all_old();
 
 }  // namespace coextra::detail

@@ -13,6 +13,7 @@
 #include "auto_collect.h"
 #include "collector.h"
 #include "ephemeron_map.h"
+#include "generation_pass.h"
 #include "heap_graph.h"
 #include "holder.h"
 #include "lifecycle.h"

@@ -12,6 +12,7 @@
 
 #include <map>
 
+#include "generation_pass.h"
 #include "holder.h"
 #include "lifecycle.h"
 #include "registry.h"

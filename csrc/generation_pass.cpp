@@ -1,8 +1,6 @@
-// generations.cpp -- the steps of a generation pass over every kind
-// (generations.h): the registry's holders, whose runs are slots of the
-// registry's table, and each map's entries, whose runs are positions of the
-// map's table (EntryTable::generations).
-#include "generations.h"
+// generation_pass.cpp -- the steps of a generation pass over every kind
+// (generation_pass.h).
+#include "generation_pass.h"
 
 #include "ephemeron_map.h"
 #include "registry.h"
