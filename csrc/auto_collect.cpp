@@ -203,6 +203,7 @@ Py_ssize_t run_sweep_slice(const Registry *r) {
     SliceFound slice = run_slice(first, end, budget, MapSeeds::kNo, Scratch::kReleaseLarge);
     double seconds = collector_stats().last_seconds;
     stats.sweep_slices++;
+    stats.sweep_detached += slice.holders;
     sweep.detached += slice.holders;
     sweep.cursor = first;
     if (first == 0) {

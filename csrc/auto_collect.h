@@ -54,6 +54,7 @@ struct AutoCollectStats {
     uint64_t last_generation_detached = 0;  // holders the latest completed one detached (no map entries)
     uint64_t sweeps = 0;                    // sweeps completed
     uint64_t sweep_slices = 0;              // slices run, of completed sweeps or not
+    uint64_t sweep_detached = 0;            // holders those slices detached
     uint64_t last_sweep_detached = 0;       // holders the latest completed sweep detached
 };
 

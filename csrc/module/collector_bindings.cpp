@@ -128,6 +128,7 @@ void add_collector_stats(py::dict &out) {
         {"auto_generation_slices", a.generation_slices},
         {"auto_last_generation_detached", a.last_generation_detached},
         {"auto_sweeps", a.sweeps}, {"auto_sweep_slices", a.sweep_slices},
+        {"auto_sweep_detached", a.sweep_detached},
         {"auto_last_sweep_detached", a.last_sweep_detached},
         {"map_scans", collector_map_scans().scans},
         {"auto_passes_to_old", static_cast<uint64_t>(auto_collect_passes_to_old())},

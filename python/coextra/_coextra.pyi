@@ -119,6 +119,7 @@ class _Stats(TypedDict):
     auto_last_generation_detached: int
     auto_sweeps: int
     auto_sweep_slices: int
+    auto_sweep_detached: int
     auto_last_sweep_detached: int
     map_scans: int
     auto_passes_to_old: int

@@ -245,9 +245,11 @@ def test_caches_that_die_old_are_swept_without_calling_collect():
     gc.collect()
     assert alive(dropped) == 0
     after = coextra.stats()
-    assert after["auto_sweeps"] > before["auto_sweeps"]
-    assert after["auto_sweep_slices"] > before["auto_sweep_slices"]
-    assert after["auto_detached"] - before["auto_detached"] >= 2_000
+    counts = {k: after[k] - before[k] for k in after if k.startswith("auto_") and isinstance(after[k], int)}
+    # What the sweep's slices detached, whether or not the sweep has reached
+    # its last slot yet: no other automatic pass looks at old holders.
+    assert counts["auto_sweep_detached"] >= 2_000, counts
+    assert counts["auto_detached"] >= 2_000, counts
     assert all(coextra.holder(f) is not None for f in kept), "a sweep dropped a live cache"
     coextra.reset()
 
