@@ -23,7 +23,6 @@ namespace coextra::detail {
 
 namespace {
 
-
 // The traversal callback: queues the reference without touching the child, so
 // that process_pending can look at a whole batch with its memory accesses
 // overlapping (prefetched) instead of stalling on each in turn.
