@@ -89,12 +89,10 @@ inline PyObject *code_consts(PyObject *code) {
     return reinterpret_cast<PyCodeObject *>(code)->co_consts;
 }
 
-// The head of op's list of weak references (borrowed), or NULL when it has
-// none. Ephemeron map entries are weak references, so this list is how the
-// collector finds a key's entries. 3.12+ keeps the list of a static builtin
-// type in the interpreter's state, out of reach; such types are immortal, so
-// the collector never asks for them, and NULL ("no entries") is sound anyway.
-inline PyWeakReference *weakrefs_of(PyObject *op) {
+// Where op's list of weak references starts, or NULL when op's type has
+// none or the list is out of reach: 3.12+ keeps the list of a static builtin
+// type in the interpreter's state.
+inline PyWeakReference **weaklist_of(PyObject *op) {
     Py_ssize_t offset = Py_TYPE(op)->tp_weaklistoffset;
     if (offset == 0) {
         return nullptr;
@@ -105,7 +103,25 @@ inline PyWeakReference *weakrefs_of(PyObject *op) {
     }
 #endif
     // 3.12+ heap types keep the list before the object (a negative offset).
-    return *reinterpret_cast<PyWeakReference **>(reinterpret_cast<char *>(op) + offset);
+    return reinterpret_cast<PyWeakReference **>(reinterpret_cast<char *>(op) + offset);
+}
+
+// The head of op's list of weak references (borrowed), or NULL when it has
+// none. Ephemeron map entries are weak references, so this list is how the
+// collector finds a key's entries. A static builtin type's list is out of
+// reach (weaklist_of); such types are immortal, so the collector never asks
+// for them, and NULL ("no entries") is sound anyway.
+inline PyWeakReference *weakrefs_of(PyObject *op) {
+    PyWeakReference **list = weaklist_of(op);
+    return list != nullptr ? *list : nullptr;
+}
+
+// Whether op is certainly referenced by no weak reference: its list is in
+// reach and empty. (Not merely weakrefs_of(op) == NULL, which a static
+// builtin type with weak references gives too.)
+inline bool certainly_no_weakrefs(PyObject *op) {
+    PyWeakReference **list = weaklist_of(op);
+    return list != nullptr && *list == nullptr;
 }
 
 // Whether objects of `type` can be weakly referenced (PyType_SUPPORTS_WEAKREFS

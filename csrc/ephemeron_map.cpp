@@ -145,7 +145,18 @@ int ephemeron_get(EphemeronMap *m, PyObject *key, PyObject **value) {
 }
 
 int ephemeron_set(EphemeronMap *m, PyObject *key, PyObject *value) {
-    if (EphemeronEntry *e = m->table.find(key)) {
+    // An entry is a weak reference to its key, so a key that nothing weakly
+    // references has none, and needs no probe: the index slot its entry
+    // goes to, a miss to memory in a large table, is read while the entry
+    // is made. (Reading the key's list costs nothing more: making the entry
+    // reads and writes it.)
+    EphemeronEntry *existing = nullptr;
+    if (compat::certainly_no_weakrefs(key)) {
+        m->table.prefetch_insert(key);
+    } else {
+        existing = m->table.find(key);
+    }
+    if (EphemeronEntry *e = existing) {
         replace_value(e, value);
         return 0;
     }

@@ -173,6 +173,27 @@ def test_setting_an_existing_key_replaces_the_value_and_frees_the_old_one():
     assert old_ref() is None and m[k] == "new" and len(m) == 1
 
 
+@pytest.mark.parametrize("key_is", ["new", "weakly referenced", "in another map", "a builtin type"])
+def test_setting_a_key_again_replaces_its_value_whatever_else_references_it_weakly(key_is):
+    # Builtin types are immortal keys whose weak references CPython 3.12+
+    # keeps out of the object, in the interpreter's state.
+    key = int if key_is == "a builtin type" else Key()
+    kept = []
+    if key_is == "weakly referenced":
+        kept.append(weakref.ref(key))
+    elif key_is == "in another map":
+        kept.append(coextra.EphemeronMap({key: "other"}))
+    m = coextra.EphemeronMap()
+    m[key] = "first"
+    m[key] = "second"
+    assert len(m) == 1 and m[key] == "second" and list(m.items()) == [(key, "second")]
+    m.setdefault(key, "third")
+    m.update([(key, "fourth")])
+    assert len(m) == 1 and m[key] == "fourth"
+    if key_is == "in another map":
+        assert kept[0][key] == "other" and len(kept[0]) == 1
+
+
 def test_keys_are_compared_by_identity_not_equality():
     m = coextra.EphemeronMap()
     a, b = Same(), Same()
