@@ -234,11 +234,17 @@ bool map_seed_key(const EphemeronMap *m, MapSeeds seeds, size_t slot, PyObject *
 // (visiting at most cursor->positions_left positions) and advances it; sets it past
 // the last map once every key is added or the budget is spent. False when
 // out of memory.
+//
+// In two rounds: the chunk's keys are read first, each one's address index
+// slot prefetched, then interned. Keys, unlike holders' codes, go to the
+// address index, which they reach at random: one miss to memory per key
+// when interned as read, misses that overlap when prefetched a chunk ahead.
 bool add_map_seeds(Pass &pass, MapCursor *cursor) {
     HeapGraph &g = pass.graph;
     const std::vector<EphemeronMap *> &maps = ephemeron_maps();
-    size_t added = 0;
-    while (added < kSeedChunk && more_map_seeds(*cursor)) {
+    PyObject *keys[kSeedChunk];
+    size_t count = 0;
+    while (count < kSeedChunk && more_map_seeds(*cursor)) {
         PyObject *key = nullptr;
         if (!map_seed_key(maps[cursor->maps_left - 1], cursor->seeds, cursor->slot, &key)) {
             cursor->maps_left--;
@@ -250,8 +256,12 @@ bool add_map_seeds(Pass &pass, MapCursor *cursor) {
         if (key == nullptr || !is_node_candidate(key)) {
             continue;  // a key that is never a node is live: so is its entry
         }
+        g.prefetch(key);
+        keys[count++] = key;
+    }
+    for (size_t i = 0; i < count; i++) {
         bool fresh = false;
-        uint32_t node = g.intern(key, &fresh);
+        uint32_t node = g.intern(keys[i], &fresh);
         if (node == HeapGraph::kNone) {
             if (g.out_of_memory) {
                 return false;
@@ -262,7 +272,6 @@ bool add_map_seeds(Pass &pass, MapCursor *cursor) {
         if (fresh && !note_new_node(pass, node, HeapGraph::kNone)) {
             return false;
         }
-        added++;
     }
     return true;
 }
