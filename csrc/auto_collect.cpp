@@ -50,28 +50,57 @@ double sweep_wait(double duration, double found_per_second, size_t live) {
     return wait;
 }
 
-// Rule 1: which ephemeron entries the first slice of a generation pass
-// seeds: the young and middle ones, if any.
-MapSeeds generation_map_seeds() {
-    return ephemeron_entry_count() != 0 && ephemeron_generations_pending() ? MapSeeds::kGenerations
-                                                                          : MapSeeds::kNo;
+// Rule 1: the walk over the young and middle ephemeron entries that a
+// generation pass's slices seed beside its holders; an empty one (done) when
+// there are none.
+MapScanCursor generation_map_walk() {
+    bool pending = ephemeron_entry_count() != 0 && ephemeron_generations_pending();
+    return pending ? start_map_walk(MapSeeds::kGenerations) : MapScanCursor{};
 }
 
-// How many items (holders, or a map scan's table positions) a slice may
-// take to last about kSliceSeconds at `seconds_per_item` (0 before any was
+bool map_walk_left(const MapScanCursor &walk) { return !collector_map_scan_done(walk); }
+
+// How many items (holders, or table positions) a slice may take to last
+// about `share` of kSliceSeconds at `seconds_per_item` (0 before any was
 // measured): never fewer than kSliceMinSeeds.
-size_t slice_items(double seconds_per_item) {
+size_t slice_items(double seconds_per_item, double share = 1.0) {
     size_t items = static_cast<size_t>(kSliceMinSeeds);
     if (seconds_per_item > 0.0) {
-        items = std::max(items, static_cast<size_t>(kSliceSeconds / seconds_per_item));
+        items = std::max(items, static_cast<size_t>(share * kSliceSeconds / seconds_per_item));
     }
     return items;
 }
 
-size_t slice_seeds() { return slice_items(state.seconds_per_holder); }
+// The first slot of the slice that ends at `end`, seeded with `share` of a
+// slice's worth of holders: slices go down, never below `bottom`.
+size_t slice_first(size_t bottom, size_t end, double share = 1.0) {
+    return end - std::min(end - bottom, slice_items(state.seconds_per_holder, share));
+}
 
-// The first slot of the slice that ends at `end`: slices go down, never below `bottom`.
-size_t slice_first(size_t bottom, size_t end) { return end - std::min(end - bottom, slice_seeds()); }
+// Learns a slice's time per holder and per map position from one that
+// seeded `holders` holders and walked `positions` positions in `seconds`:
+// a slice of one kind measures it; a slice of both scales the two as its
+// time says (their ratio is the one measured apart).
+void learn_slice_time(double seconds, size_t holders, size_t positions) {
+    double &per_holder = state.seconds_per_holder;
+    double &per_position = state.seconds_per_position;
+    if (holders == 0 || positions == 0) {
+        if (holders != 0) {
+            per_holder = seconds / static_cast<double>(holders);
+        } else if (positions != 0) {
+            per_position = seconds / static_cast<double>(positions);
+        }
+        return;
+    }
+    double predicted =
+        per_holder * static_cast<double>(holders) + per_position * static_cast<double>(positions);
+    if (per_holder > 0.0 && per_position > 0.0 && predicted > 0.0) {
+        per_holder *= seconds / predicted;
+        per_position *= seconds / predicted;
+    } else {
+        per_holder = per_position = seconds / static_cast<double>(holders + positions);
+    }
+}
 
 // What a slice found: what collector_collect_slice returned (holders
 // detached plus map entries removed, or -1 with an exception), and of it the
@@ -81,44 +110,70 @@ struct SliceFound {
     uint64_t holders;
 };
 
-// Runs one pass over holders[first, end) for a slice (of a generation pass
-// or a sweep) and learns its time per holder (not from a map scan, whose time
-// is the entries').
-SliceFound run_slice(size_t first, size_t end, Py_ssize_t node_budget, MapSeeds maps, Scratch scratch) {
+// Runs one pass over holders[first, end) and the next `positions` map
+// positions of `maps` (none when NULL), for a slice of a generation pass, a
+// sweep or a map scan, and learns its time per item.
+SliceFound run_slice(size_t first, size_t end, Py_ssize_t node_budget, MapScanCursor *maps, size_t positions,
+                     Scratch scratch) {
     uint64_t holders_before = collector_stats().auto_detached;
-    Py_ssize_t found = collector_collect_slice(first, end, node_budget, maps, scratch);
-    if (end > first && maps == MapSeeds::kNo) {
-        state.seconds_per_holder = collector_stats().last_seconds / static_cast<double>(end - first);
-    }
+    Py_ssize_t found = collector_collect_slice(first, end, node_budget, maps, positions, scratch);
+    size_t walked = maps != nullptr && positions != 0 ? maps->visited : 0;
+    learn_slice_time(collector_stats().last_seconds, end - first, walked);
     return SliceFound{found, collector_stats().auto_detached - holders_before};
 }
 
-// Whether the program's caches die lately: an automatic pass detached a
-// holder since the previous generation pass began (this one's slices
-// included). Adaptive tenuring asks a longer question instead
-// (auto_collect_passes_to_old).
-bool caches_died_lately() { return collector_stats().auto_detached != generation.auto_detached_before; }
+// Whether the program's caches die: a pass of the collector has detached a
+// holder since the program started (the question adaptive tenuring asks,
+// auto_collect_passes_to_old). Not whether one did lately: code dropped
+// after a quiet spell lies below the code compiled since, and a first
+// all-live slice of those would leave it unexamined.
+bool caches_die() { return auto_collect_passes_to_old() == 2; }
 
-void begin_generation_pass(Registry *r, MapSeeds maps) {
+// The same question of map entries: the collector has removed one.
+bool map_entries_die() { return auto_collect_entry_passes_to_old() == 2; }
+
+// Whether what the generation pass in progress leaves unexamined, holders
+// below slot `first` and the entries its walk has not reached, is within
+// the dead allowance of each kind whose members die in this program. In a
+// program whose caches die, no entry may be left: a holder examined in this
+// collection was found live through every reference the slices did not
+// explore, and a key left unwalked may be the only seed that reaches the
+// garbage referencing its code (a namespace that a dropped function and a
+// map value both reach); unwalked keys would leave that holder attached
+// beside the unexamined ones, past the allowance.
+bool unexamined_within_allowance(const Registry *r, size_t first) {
+    bool entries_left = map_walk_left(generation.maps);
+    size_t holders = std::min(first, r->generations.pass_end) - std::min(first, r->generations.old_end);
+    if (caches_die() &&
+        (entries_left || static_cast<double>(holders) > dead_allowance(r->holders.size() - holders))) {
+        return false;
+    }
+    size_t in_pass = ephemeron_generation_seed_count();
+    size_t entries = entries_left ? in_pass - std::min(in_pass, generation.positions_walked) : 0;
+    size_t others = ephemeron_entry_count() - std::min(entries, ephemeron_entry_count());
+    return !map_entries_die() || static_cast<double>(entries) <= dead_allowance(others);
+}
+
+void begin_generation_pass(Registry *r, const MapScanCursor &maps) {
     collector_relist_module_dicts();
     collector_forget_live_structures();
     generations_begin_pass();
-    generation = GenerationPass{true, r->generations.pass_end, maps, 0, collector_stats().auto_detached,
-                                generation.auto_detached_at_begin};
+    generation = GenerationPass{true, r->generations.pass_end, maps, 0, 0};
 }
 
 // Slices of the generation pass in progress, from the top of
 // [old_end, pass_end) down, each seeded with about kSliceSeconds' worth of
-// holders and given the whole node budget (so that a slice decides as the
-// whole pass would). More follow in the same GC pass while they detach
-// something: a pass that finds garbage goes on until it has found it all,
-// and only one that finds everything live leaves the rest for the next GC
-// passes. Youngest first, as the garbage a program just dropped is. In a
-// generation-2 collection (`keep_bound`) of a program whose caches die (an
-// automatic pass detached something since the previous generation pass
-// began), slices also go on while the holders left unexamined exceed the
-// dead allowance: dead caches below younger live ones are then within the
-// bound when the collection ends.
+// holders and map entries (half of each while both are left: the entries'
+// generations are walked from the youngest down too) and given the whole
+// node budget (so that a slice decides as the whole pass would). More
+// follow in the same GC pass while they detach a holder: a pass that finds
+// garbage goes on until it has found it all, and only one that finds
+// everything live leaves the rest for the next GC passes. Youngest first,
+// as the garbage a program just dropped is. In a generation-2 collection
+// (`keep_bound`) of a program whose caches die (caches_die), slices also go on
+// while the holders left unexamined exceed the dead allowance: dead caches
+// below younger live ones are then within the bound when the collection
+// ends.
 //
 // Going down keeps every holder of the runs in view: a detach moves holders
 // only to lower slots and never out of their run (registry.h), so a holder
@@ -140,7 +195,8 @@ Py_ssize_t run_generation_slices(bool keep_bound, bool age = true) {
         }
         const Generations &runs = r->generations;
         size_t end = std::max(std::min(generation.cursor, runs.pass_end), runs.old_end);
-        if (end == runs.old_end && generation.maps == MapSeeds::kNo) {
+        bool maps_left = map_walk_left(generation.maps);
+        if (end == runs.old_end && !maps_left) {
             if (!age) {
                 return detached;
             }
@@ -151,27 +207,29 @@ Py_ssize_t run_generation_slices(bool keep_bound, bool age = true) {
             stats.last_generation_detached = generation.detached;
             return detached;
         }
-        size_t first = slice_first(runs.old_end, end);
-        bool last = first == runs.old_end;
-        SliceFound slice = run_slice(first, end, collector_budget(), generation.maps,
-                                     last ? Scratch::kRelease : Scratch::kKeep);
+        double share = maps_left && end != runs.old_end ? 0.5 : 1.0;
+        size_t first = slice_first(runs.old_end, end, share);
+        size_t positions = maps_left ? slice_items(state.seconds_per_position, share) : 0;
+        SliceFound slice =
+            run_slice(first, end, collector_budget(), &generation.maps, positions, Scratch::kKeep);
         stats.generation_slices++;
         if (slice.found < 0) {
             return slice.found;  // still in progress: the next GC pass resumes it
         }
-        generation.maps = MapSeeds::kNo;
         detached += slice.found;
         generation.detached += slice.holders;
         generation.cursor = first;
+        generation.positions_walked += positions != 0 ? generation.maps.visited : 0;
+        bool last = first == runs.old_end && !map_walk_left(generation.maps);
+        if (last) {
+            collector_release_pass_memory();
+        }
         if (slice.holders == 0 && !last) {
             r = registry_current();  // as at the top: the slice may have run code
             if (r == nullptr || r->closed) {
                 continue;
             }
-            size_t unexamined =
-                std::min(first, r->generations.pass_end) - std::min(first, r->generations.old_end);
-            if (!keep_bound || !caches_died_lately() ||
-                static_cast<double>(unexamined) <= dead_allowance(r->holders.size() - unexamined)) {
+            if (!keep_bound || unexamined_within_allowance(r, first)) {
                 return detached;
             }
         }
@@ -200,7 +258,7 @@ Py_ssize_t run_sweep_slice(const Registry *r) {
     size_t end = std::min(sweep.cursor, r->holders.size());
     size_t first = slice_first(0, end);
     Py_ssize_t budget = kYoungNodesPerHolder * static_cast<Py_ssize_t>(end - first) + kYoungBaseNodes;
-    SliceFound slice = run_slice(first, end, budget, MapSeeds::kNo, Scratch::kReleaseLarge);
+    SliceFound slice = run_slice(first, end, budget, nullptr, 0, Scratch::kReleaseLarge);
     double seconds = collector_stats().last_seconds;
     stats.sweep_slices++;
     stats.sweep_detached += slice.holders;
@@ -238,14 +296,12 @@ Py_ssize_t run_map_scan_slice() {
         map_scan.cursor = collector_map_scan_start();
         map_scan.seconds = 0.0;
     }
-    size_t positions = slice_items(map_scan.seconds_per_position);
-    Py_ssize_t found = collector_collect_map_slice(&map_scan.cursor, positions, Scratch::kReleaseLarge);
+    // Per position walked (run_slice): the last slice of a scan walks fewer than it was given.
+    size_t positions = slice_items(state.seconds_per_position);
+    Py_ssize_t found =
+        run_slice(0, 0, collector_budget(), &map_scan.cursor, positions, Scratch::kReleaseLarge).found;
     double seconds = collector_stats().last_seconds;
     map_scan.seconds += seconds;
-    // Per position walked: the last slice of a scan walks fewer than it was given.
-    if (map_scan.cursor.visited != 0) {
-        map_scan.seconds_per_position = seconds / static_cast<double>(map_scan.cursor.visited);
-    }
     if (collector_map_scan_done(map_scan.cursor)) {
         map_scan.active = false;
         collector_record_map_scan(map_scan.seconds);
@@ -301,8 +357,8 @@ Py_ssize_t auto_collect_run(Registry *r, long gc_generation) {
         if (r == nullptr || r->closed) {
             return detached;
         }
-        MapSeeds maps = generation_map_seeds();
-        if (r->generations.pending(r->holders.size()) || maps != MapSeeds::kNo) {
+        MapScanCursor maps = generation_map_walk();
+        if (r->generations.pending(r->holders.size()) || map_walk_left(maps)) {
             begin_generation_pass(r, maps);
             generation.second_look_due = true;
             Py_ssize_t found = run_generation_slices(true, false);
@@ -339,13 +395,15 @@ Py_ssize_t auto_collect_after_gc(Py_ssize_t collected) {
         return 0;
     }
     if (collected > 0) {
-        // From the top again, with the map entries' generations in the first slice.
+        // From the top again, holders and map entries.
         generation.cursor = r->generations.pass_end;
-        generation.maps = ephemeron_generations_pending() ? MapSeeds::kGenerations : MapSeeds::kNo;
+        generation.maps = generation_map_walk();
+        generation.positions_walked = 0;
         return run_generation_slices(true);
     }
     // Nothing freed, nothing to see again: a pass examined to the bottom ages.
-    return generation.cursor <= r->generations.old_end ? run_generation_slices(false) : 0;
+    bool examined = generation.cursor <= r->generations.old_end && !map_walk_left(generation.maps);
+    return examined ? run_generation_slices(false) : 0;
 }
 
 namespace {

@@ -72,16 +72,14 @@ struct AutoCollectState {
                                           // second since the one before it ended
     };
     // Rule 1: the generation pass in progress. It examines the holders of
-    // registry slots [old_end, min(cursor, pass_end)) (generations.h).
+    // registry slots [old_end, min(cursor, pass_end)) (generations.h), and
+    // the map entries `maps` has not walked yet.
     struct GenerationPass {
         bool active = false;
         size_t cursor = 0;                 // the first slot of the previous slice
-        MapSeeds maps = MapSeeds::kNo;     // the ephemeron keys the next slice also seeds
+        MapScanCursor maps;                // the walk over the entries' generations; done at maps_left 0
+        size_t positions_walked = 0;       // by `maps` so far
         uint64_t detached = 0;             // by this pass's slices so far
-        // CollectorStats::auto_detached when this pass began, and when the
-        // previous one did.
-        uint64_t auto_detached_at_begin = 0;
-        uint64_t auto_detached_before = 0;
         // Begun at the "start" of the GC pass under way: its "stop" looks again.
         bool second_look_due = false;
     };
@@ -104,14 +102,16 @@ struct AutoCollectState {
     uint64_t detached_at_program_start = 0;
     // The same for map entries: CollectorStats::entries_removed_by_collector.
     uint64_t entries_removed_at_program_start = 0;
-    double seconds_per_holder = 0.0;  // of the latest slice (rules 1 and 2); 0 before any
+    // A slice's time per holder seeded and per map position walked (rules 1
+    // and 2), as the latest slices measured; 0 before any.
+    double seconds_per_holder = 0.0;
+    double seconds_per_position = 0.0;
     YoungPace young_pace;
     // Rule 2: the map scan in progress.
     struct MapScan {
         bool active = false;
         MapScanCursor cursor;
-        double seconds = 0.0;               // this scan's slices so far
-        double seconds_per_position = 0.0;  // of the latest slice; 0 before any
+        double seconds = 0.0;  // this scan's slices so far
         Clock::time_point next_slice{};
     };
     MapScan map_scan;

@@ -215,18 +215,21 @@ Py_ssize_t collector_collect_all() {
                     Scratch::kReleaseLarge);
 }
 
-Py_ssize_t collector_collect_slice(size_t first, size_t end, Py_ssize_t node_budget, MapSeeds maps,
-                                   Scratch scratch) {
+Py_ssize_t collector_collect_slice(size_t first, size_t end, Py_ssize_t node_budget, MapScanCursor *maps,
+                                   size_t positions, Scratch scratch) {
     Py_ssize_t budget = std::max<Py_ssize_t>(1, std::min(node_budget, state.budget));
-    return run_pass(PassKind::kSlice, maps, first, end, static_cast<size_t>(budget), scratch);
+    if (maps == nullptr || positions == 0) {
+        return run_pass(PassKind::kSlice, MapSeeds::kNo, first, end, static_cast<size_t>(budget), scratch);
+    }
+    return run_pass(PassKind::kSlice, maps->seeds, first, end, static_cast<size_t>(budget), scratch, maps,
+                    positions);
 }
 
 Py_ssize_t collector_collect_map_slice(MapScanCursor *cursor, size_t positions, Scratch scratch) {
-    return run_pass(PassKind::kSlice, MapSeeds::kAll, 0, 0, static_cast<size_t>(state.budget), scratch, cursor,
-                    std::max<size_t>(positions, 1));
+    return collector_collect_slice(0, 0, state.budget, cursor, std::max<size_t>(positions, 1), scratch);
 }
 
-MapScanCursor collector_map_scan_start() { return MapScanCursor{ephemeron_maps().size(), 0, nullptr, 0, 0, 0}; }
+MapScanCursor collector_map_scan_start() { return start_map_walk(MapSeeds::kAll); }
 
 bool collector_map_scan_done(const MapScanCursor &cursor) { return cursor.maps_left == 0; }
 
@@ -253,8 +256,7 @@ Py_ssize_t collector_collect_young(Py_ssize_t max_seeds, Py_ssize_t node_budget)
     Py_ssize_t young = collector_young_count();
     size_t seeds = static_cast<size_t>(young < max_seeds ? young : max_seeds);
     size_t first = r->holders.size() - seeds;  // the newest: the likeliest to die young
-    return collector_collect_slice(first, r->holders.size(), node_budget, MapSeeds::kNo,
-                                   Scratch::kReleaseLarge);
+    return collector_collect_slice(first, r->holders.size(), node_budget, nullptr, 0, Scratch::kReleaseLarge);
 }
 
 Py_ssize_t collector_budget() { return state.budget; }
@@ -283,6 +285,12 @@ void collector_release_scratch() {
     if (!state.running) {
         delete state.scratch;
         state.scratch = nullptr;
+    }
+}
+
+void collector_release_pass_memory() {
+    if (!state.running && state.scratch != nullptr) {
+        state.scratch->pass.release_memory();
     }
 }
 

@@ -101,14 +101,15 @@ enum class Scratch { kRelease, kReleaseLarge, kKeep };
 
 // The passes of automatic collection (auto_collect.h), each returning what
 // collector_collect_all returns; the generations stay as they are:
-//   - over registry->holders[first, end) (clamped), adding at most
-//     `node_budget` nodes;
+//   - over registry->holders[first, end) (clamped), and the keys of the
+//     next `positions` map positions from *maps on (which it advances; none
+//     when NULL), adding at most `node_budget` nodes;
 //   - over the newest of the holders attached since the previous pass (at
 //     most max_seeds of them; the others wait for the generation pass), at
 //     most `node_budget` nodes.
 // Never more nodes than the global budget.
-Py_ssize_t collector_collect_slice(size_t first, size_t end, Py_ssize_t node_budget, MapSeeds maps,
-                                   Scratch scratch);
+Py_ssize_t collector_collect_slice(size_t first, size_t end, Py_ssize_t node_budget, MapScanCursor *maps,
+                                   size_t positions, Scratch scratch);
 Py_ssize_t collector_collect_young(Py_ssize_t max_seeds, Py_ssize_t node_budget);
 
 // One slice of a map scan: a pass seeded with the keys of the next
@@ -159,5 +160,9 @@ void collector_forget_live_structures();
 // Frees the scratch memory (lifecycle_shutdown); a later pass makes it again.
 // No-op while a pass runs.
 void collector_release_scratch();
+
+// Gives back the arrays of the latest pass, as Scratch::kRelease would have
+// (for the last slice of a walk whose end shows only once it has run).
+void collector_release_pass_memory();
 
 }  // namespace coextra::detail

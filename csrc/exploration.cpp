@@ -217,15 +217,15 @@ bool add_seeds(Pass &pass, const std::vector<Holder *> &holders, size_t *next_se
 
 // The key to seed for `slot` (ephemeron_position_key: NULL when there is
 // none): position `slot` of m's table (kAll), or the slot-th of the
-// positions the generation pass in progress examines (kGenerations). Past
-// the end: false.
+// positions the generation pass in progress examines, from the youngest
+// down (kGenerations). Past the end: false.
 bool map_seed_key(const EphemeronMap *m, MapSeeds seeds, size_t slot, PyObject **key) {
     if (seeds == MapSeeds::kGenerations) {
         const Generations &g = m->table.generations();
         if (slot >= g.in_pass()) {
             return false;
         }
-        slot += g.old_end;
+        slot = g.pass_end - 1 - slot;
     }
     return ephemeron_position_key(m, slot, key);
 }

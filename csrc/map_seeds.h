@@ -19,7 +19,9 @@ namespace coextra::detail {
 // entry's (a map scan).
 enum class MapSeeds { kNo, kGenerations, kAll };
 
-// Where a sliced map scan goes on: maps are scanned from the last of
+// Where a sliced walk over map entries goes on between its slices: a map
+// scan's over every entry (seeds kAll), or a generation pass's over the
+// entries it examines (seeds kGenerations). Maps are walked from the last of
 // ephemeron_maps() down (a freed map's index gets the last map, which is
 // then scanned again, never skipped; maps made meanwhile are not scanned),
 // each table from its first position up. `maps_left` counts the maps not
@@ -28,9 +30,13 @@ enum class MapSeeds { kNo, kGenerations, kAll };
 // ended, compared only (`map` is never dereferenced): another map at that
 // index makes the scan start its table over; a table that squeezed its
 // holes out, go on at the same share of it (an entry moved across the
-// cursor waits for the next scan). `visited` is how many positions the
-// latest slice walked: fewer than it was given when the scan ended.
+// cursor waits for the next scan). `end` is the length of what is walked
+// in that table: every position (kAll), or the positions the generation
+// pass examines (kGenerations, walked from the youngest down, as the
+// pass's holders are). `visited` is how many positions the latest slice
+// walked: fewer than it was given when the walk ended.
 struct MapScanCursor {
+    MapSeeds seeds = MapSeeds::kAll;
     size_t maps_left = 0;
     size_t position = 0;
     const void *map = nullptr;
@@ -52,6 +58,9 @@ struct MapCursor {
 };
 
 inline bool more_map_seeds(const MapCursor &cursor) { return cursor.maps_left != 0 && cursor.positions_left != 0; }
+
+// A walk over the entries `seeds` names (kAll or kGenerations), not begun.
+MapScanCursor start_map_walk(MapSeeds seeds);
 
 // Where a slice of a map scan begins, allowed `positions` table positions:
 // where the previous one ended; at the first position of that map's table

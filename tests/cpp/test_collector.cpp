@@ -199,11 +199,10 @@ protected:
     void SetUp() override {
         Collector::SetUp();
         py::module_::import("gc").attr("disable")();
-        // No automatic pass has detached anything since this "previous" pass
-        // began: a program whose caches do not die, until a test makes one.
+        // No generation pass in progress, and no cache of this program has
+        // died yet (adaptive tenuring, and how far a generation-2
+        // collection's slices go), until a test makes one.
         auto_collect_state().generation = {};
-        auto_collect_state().generation.auto_detached_at_begin = collector_stats().auto_detached;
-        // Nor has any cache of it died yet (adaptive tenuring).
         auto_collect_state().detached_at_program_start = collector_stats().detached_by_collector;
         auto_collect_state().entries_removed_at_program_start = collector_stats().entries_removed_by_collector;
     }
@@ -215,6 +214,7 @@ protected:
     // "start", and its "stop" after CPython freed `collected` objects.
     Py_ssize_t gc_pass(long generation, Py_ssize_t collected = 0) {
         auto_collect_state().seconds_per_holder = 1.0;
+        auto_collect_state().seconds_per_position = 1.0;
         Py_ssize_t found = auto_collect_run(registry_get(), generation);
         if (found < 0) {
             return found;
@@ -706,12 +706,49 @@ TEST_F(MapGenerations, DeadMapEntriesLeaveTheHoldersTenuringAndCountsAlone) {
     EXPECT_EQ(registry_get()->generations.old_end, 300u) << "found live once while no holder died: old";
 }
 
+// A generation pass walks the young and middle map entries in slices, as
+// it does its holders, from the youngest down: a generation-2 collection
+// over many live entries pauses for one slice, and the entries a program
+// has just dropped are in that slice.
+TEST_F(MapGenerations, AGenerationPassWalksItsEntriesInSlicesFromTheYoungestDown) {
+    add_entries(1000);
+    add_dead_entries(100);
+    uint64_t slices = auto_collect_state().stats.generation_slices;
+    EXPECT_EQ(gc_pass(2), 100) << "the first slice, 256 positions, holds the youngest";
+    EXPECT_EQ(auto_collect_state().stats.generation_slices, slices + 1);
+    EXPECT_TRUE(in_progress()) << "it found the rest of its positions live: the others wait";
+    int more = 0;
+    while (in_progress()) {
+        EXPECT_EQ(gc_pass(0), 0);
+        more++;
+    }
+    EXPECT_GE(more, 3) << "at least 744 positions left, 256 a slice";
+    EXPECT_EQ(m()->table.size(), 1000u);
+    EXPECT_EQ(m()->table.generations().middle_end, 1000u) << "every survivor examined, and aged";
+}
+
+// In a program whose map entries die, a generation-2 collection's slices go
+// on while the entries they leave unexamined exceed the dead allowance, as
+// for holders: entries that died below newer live ones are within it when
+// the collection ends.
+TEST_F(MapGenerations, EntriesThatDiedBelowNewerLiveOnesAreWithinTheBoundAfterACollection) {
+    add_dead_entries(10);
+    EXPECT_EQ(whole_pass(), 10);
+    EXPECT_EQ(auto_collect_entry_passes_to_old(), 2) << "this program's map entries die";
+    add_dead_entries(5000);
+    add_entries(3000);
+    gc_pass(2);
+    size_t dead_left = m()->table.size() - 3000;
+    EXPECT_LE(dead_left, 2000u) << "the allowance: max(2,000, 10% of the live entries)";
+    EXPECT_GT(dead_left, 0u) << "and no further than it";
+}
+
 TEST_F(MapGenerations, AMapFilledFasterThanPassesComeIsExaminedOnceYoungAndOnceMiddle) {
     add_entries(1000);
     keys.erase(keys.begin(), keys.begin() + 400);  // 400 die young
-    EXPECT_EQ(gc_pass(2), 400);
+    EXPECT_EQ(whole_pass(), 400);
     EXPECT_EQ(m()->table.size(), 600u);
-    gc_pass(2);
+    whole_pass();
     EXPECT_FALSE(ephemeron_generations_pending()) << "the survivors aged, then became old";
 }
 

@@ -145,6 +145,41 @@ def test_a_workload_keeping_most_of_what_it_creates_stays_bounded():
     assert kept > 40_000 and dead <= limit
 
 
+def test_code_dropped_in_a_quiet_spell_below_newer_live_code_goes_in_the_next_collection(
+        automatic_collection_on):
+    """A program whose caches have died before, then went quiet (generation
+    passes found nothing dead for a while), drops waves and compiles more
+    code that it keeps, with the GC disabled meanwhile: the dropped caches
+    lie below many live ones, and no automatic pass has seen one die since. The next gc.collect() still
+    leaves no more than the bound attached."""
+    coextra.reset()
+    gc.collect()
+    for f in wave_functions(0, 1_500):  # caches die in this program
+        attach_referencing_function(f)
+    del f
+    gc.collect()
+    assert len(coextra.holders()) == 0
+    kept = live_caches(1_000)
+    for _ in range(3):  # quiet: every generation pass finds everything live
+        gc.collect()
+    dropped = []
+    gc.disable()  # no GC pass, so no automatic pass sees them die before gc.collect()
+    try:
+        for wave in range(1, 4):
+            functions = wave_functions(wave, 1_500)
+            for f in functions:
+                attach_referencing_function(f)
+            dropped.extend(weakref.ref(f.__code__) for f in functions)
+            del functions, f
+        kept += live_caches(30_000)  # newer than the dropped waves, and live
+    finally:
+        gc.enable()
+    gc.collect()
+    dead = dead_attached(dropped)
+    assert dead <= bound(len(kept)), f"{dead} dead caches attached, bound {bound(len(kept))}"
+    coextra.reset()
+
+
 @settings(max_examples=15, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(shape=product_shapes.product_shapes())
