@@ -130,6 +130,16 @@ void process_pending(Pass &pass) {
         if (!is_node_candidate(p.child)) {
             continue;
         }
+        if (!pass.defer && p.child == g.nodes[p.source].op) {
+            // A reference of a node's own object (or of what is explored as
+            // part of it) to that object, as a map value's to its key: it is
+            // explained, and a node that references itself is live exactly
+            // when it would be without. So no index lookup and no edge. Not
+            // in passes that may record live structures, which count such
+            // references as edges (live_structures.h).
+            g.nodes[p.source].unexplained--;
+            continue;
+        }
         if (explored_as_part(p.child)) {
             // Past the budget it stays unexplored, so what it references is live.
             if (g.charge_merged()) {
