@@ -165,15 +165,14 @@ void begin_generation_pass(Registry *r, const MapScanCursor &maps) {
 // [old_end, pass_end) down, each seeded with about kSliceSeconds' worth of
 // holders and map entries (half of each while both are left: the entries'
 // generations are walked from the youngest down too) and given the whole
-// node budget (so that a slice decides as the whole pass would). More
-// follow in the same GC pass while they detach a holder: a pass that finds
-// garbage goes on until it has found it all, and only one that finds
-// everything live leaves the rest for the next GC passes. Youngest first,
-// as the garbage a program just dropped is. In a generation-2 collection
-// (`keep_bound`) of a program whose caches die (caches_die), slices also go on
-// while the holders left unexamined exceed the dead allowance: dead caches
-// below younger live ones are then within the bound when the collection
-// ends.
+// node budget. More follow in the same GC pass while they detach a holder:
+// a pass that finds garbage goes on until it has found it all, and only one
+// that finds everything live leaves the rest for the next GC passes.
+// Youngest first, as the garbage a program just dropped is. In a
+// generation-2 collection (`keep_bound`), slices also go on while what they
+// leave unexamined is past the dead allowance
+// (unexamined_within_allowance): dead caches below younger live ones are
+// then within the bound when the collection ends.
 //
 // Going down keeps every holder of the runs in view: a detach moves holders
 // only to lower slots and never out of their run (registry.h), so a holder
@@ -209,6 +208,7 @@ Py_ssize_t run_generation_slices(bool keep_bound, bool age = true) {
         }
         double share = maps_left && end != runs.old_end ? 0.5 : 1.0;
         size_t first = slice_first(runs.old_end, end, share);
+        bool holders_done = first == runs.old_end;  // read now: the slice may run code that frees r
         size_t positions = maps_left ? slice_items(state.seconds_per_position, share) : 0;
         SliceFound slice =
             run_slice(first, end, collector_budget(), &generation.maps, positions, Scratch::kKeep);
@@ -220,7 +220,7 @@ Py_ssize_t run_generation_slices(bool keep_bound, bool age = true) {
         generation.detached += slice.holders;
         generation.cursor = first;
         generation.positions_walked += positions != 0 ? generation.maps.visited : 0;
-        bool last = first == runs.old_end && !map_walk_left(generation.maps);
+        bool last = holders_done && !map_walk_left(generation.maps);
         if (last) {
             collector_release_pass_memory();
         }
