@@ -104,10 +104,12 @@ void learn_slice_time(double seconds, size_t holders, size_t positions) {
 
 // What a slice found: what collector_collect_slice returned (holders
 // detached plus map entries removed, or -1 with an exception), and of it the
-// holders, which the rules go by ("Holders and map entries", auto_collect.h).
+// holders, which the rules go by ("Holders and map entries", auto_collect.h),
+// and how many map positions it walked.
 struct SliceFound {
     Py_ssize_t found;
     uint64_t holders;
+    size_t positions;
 };
 
 // Runs one pass over holders[first, end) and the next `positions` map
@@ -119,7 +121,7 @@ SliceFound run_slice(size_t first, size_t end, Py_ssize_t node_budget, MapScanCu
     Py_ssize_t found = collector_collect_slice(first, end, node_budget, maps, positions, scratch);
     size_t walked = maps != nullptr && positions != 0 ? maps->visited : 0;
     learn_slice_time(collector_stats().last_seconds, end - first, walked);
-    return SliceFound{found, collector_stats().auto_detached - holders_before};
+    return SliceFound{found, collector_stats().auto_detached - holders_before, walked};
 }
 
 // Whether the program's caches die: a pass of the collector has detached a
@@ -219,7 +221,7 @@ Py_ssize_t run_generation_slices(bool keep_bound, bool age = true) {
         detached += slice.found;
         generation.detached += slice.holders;
         generation.cursor = first;
-        generation.positions_walked += positions != 0 ? generation.maps.visited : 0;
+        generation.positions_walked += slice.positions;
         bool last = holders_done && !map_walk_left(generation.maps);
         if (last) {
             collector_release_pass_memory();

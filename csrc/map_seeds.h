@@ -24,17 +24,18 @@ enum class MapSeeds { kNo, kGenerations, kAll };
 // entries it examines (seeds kGenerations). Maps are walked from the last of
 // ephemeron_maps() down (a freed map's index gets the last map, which is
 // then scanned again, never skipped; maps made meanwhile are not scanned),
-// each table from its first position up. `maps_left` counts the maps not
-// finished: the current one is maps[maps_left - 1]. `map`, `end` and
-// `insertions` are that map's and its table's when the previous slice
-// ended, compared only (`map` is never dereferenced): another map at that
-// index makes the scan start its table over; a table that squeezed its
-// holes out, go on at the same share of it (an entry moved across the
-// cursor waits for the next scan). `end` is the length of what is walked
-// in that table: every position (kAll), or the positions the generation
-// pass examines (kGenerations, walked from the youngest down, as the
-// pass's holders are). `visited` is how many positions the latest slice
-// walked: fewer than it was given when the walk ended.
+// each table from its first position up (kAll) or from the youngest
+// position of the generation pass down (kGenerations, as the pass's holders
+// are). `maps_left` counts the maps not finished: the current one is
+// maps[maps_left - 1]. `map`, `end` and `insertions` are that map's and its
+// table's when the previous slice ended, compared only (`map` is never
+// dereferenced): another map at that index makes the scan start its table
+// over; a table that squeezed its holes out, go on at the same share of it
+// (an entry moved across the cursor waits for the next scan). `end` is the
+// length of what is walked in that table: every position (kAll), or the
+// positions the generation pass examines (kGenerations). `visited` is how
+// many positions the latest slice walked: fewer than it was given when the
+// walk ended.
 struct MapScanCursor {
     MapSeeds seeds = MapSeeds::kAll;
     size_t maps_left = 0;
