@@ -116,14 +116,6 @@ inline PyWeakReference *weakrefs_of(PyObject *op) {
     return list != nullptr ? *list : nullptr;
 }
 
-// Whether op is certainly referenced by no weak reference: its list is in
-// reach and empty. (Not merely weakrefs_of(op) == NULL, which a static
-// builtin type with weak references gives too.)
-inline bool certainly_no_weakrefs(PyObject *op) {
-    PyWeakReference **list = weaklist_of(op);
-    return list != nullptr && *list == nullptr;
-}
-
 // Whether objects of `type` can be weakly referenced (PyType_SUPPORTS_WEAKREFS
 // is a function call from 3.11 on, and its sign test differs on 3.10).
 inline bool supports_weakrefs(PyTypeObject *type) { return type->tp_weaklistoffset != 0; }

@@ -101,7 +101,7 @@ EphemeronEntry *ephemeron_new_entry(EphemeronMap *m, PyObject *key) {
     }
     live_entries++;
     auto *entry = reinterpret_cast<EphemeronEntry *>(made);
-    entry->position = SIZE_MAX;  // in no table yet
+    entry->position = kNoPosition;  // in no table yet
     return entry;
 }
 

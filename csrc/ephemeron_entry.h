@@ -5,6 +5,7 @@
 #include "compat.h"
 
 #include <cstddef>
+#include <cstdint>
 
 namespace coextra::detail {
 
@@ -17,9 +18,14 @@ struct EphemeronEntry {
     // that clear() took out keeps its value until clear() releases both.
     PyObject *value;
     // Where the map's table holds it (EntryTable), so that the callback
-    // removes it without the key, which CPython has cleared by then.
+    // removes it without the key, which CPython has cleared by then;
+    // kNoPosition while it is in no table (being made, taken out, or being
+    // released by clear()), so that finding it through its key's list of weak
+    // references (ephemeron_find_entry) can tell.
     size_t position;
 };
+
+constexpr size_t kNoPosition = SIZE_MAX;
 
 extern PyTypeObject EphemeronEntryType;
 

@@ -125,8 +125,6 @@ void ephemeron_dealloc(EphemeronMap *m) {
     Py_DECREF(m->key_death);
 }
 
-EphemeronEntry *ephemeron_find_entry(EphemeronMap *map, PyObject *key) { return map->table.find(key); }
-
 PyObject *ephemeron_detach(EphemeronEntry *entry) {
     EphemeronMap *m = ephemeron_map_of(entry);
     if (m == nullptr || entry->value == nullptr) {
@@ -136,7 +134,7 @@ PyObject *ephemeron_detach(EphemeronEntry *entry) {
 }
 
 int ephemeron_get(EphemeronMap *m, PyObject *key, PyObject **value) {
-    if (EphemeronEntry *e = m->table.find(key)) {
+    if (EphemeronEntry *e = ephemeron_find_entry(m, key)) {
         *value = Py_NewRef(e->value);
         return 1;
     }
@@ -145,24 +143,16 @@ int ephemeron_get(EphemeronMap *m, PyObject *key, PyObject **value) {
 }
 
 int ephemeron_set(EphemeronMap *m, PyObject *key, PyObject *value) {
-    // An entry is a weak reference to its key, so a key that nothing weakly
-    // references has none, and needs no probe: the index slot its entry
-    // goes to, a miss to memory in a large table, is read while the entry
-    // is made. (Reading the key's list costs nothing more: making the entry
-    // reads and writes it.)
-    EphemeronEntry *existing = nullptr;
-    if (compat::certainly_no_weakrefs(key)) {
-        m->table.prefetch_insert(key);
-    } else {
-        existing = m->table.find(key);
-    }
-    if (EphemeronEntry *e = existing) {
+    if (EphemeronEntry *e = ephemeron_find_entry(m, key)) {
         replace_value(e, value);
         return 0;
     }
     if (ephemeron_check_key(key) < 0) {
         return -1;
     }
+    // The index slot the new entry goes to, a miss to memory in a large
+    // table, is read while the entry is made.
+    m->table.prefetch_insert(key);
     uint64_t insertions = m->table.insertions();
     EphemeronEntry *entry = ephemeron_new_entry(m, key);
     Ref made = Ref::steal(reinterpret_cast<PyObject *>(entry));
@@ -171,7 +161,7 @@ int ephemeron_set(EphemeronMap *m, PyObject *key, PyObject *value) {
     }
     // Making the entry may have run code that set this key meanwhile (and
     // then inserted some entry).
-    EphemeronEntry *e = m->table.insertions() != insertions ? m->table.find(key) : nullptr;
+    EphemeronEntry *e = m->table.insertions() != insertions ? ephemeron_find_entry(m, key) : nullptr;
     if (e != nullptr) {
         made.reset();
         replace_value(e, value);
@@ -191,7 +181,7 @@ int ephemeron_set(EphemeronMap *m, PyObject *key, PyObject *value) {
 }
 
 int ephemeron_delete(EphemeronMap *m, PyObject *key) {
-    if (EphemeronEntry *e = m->table.find(key)) {
+    if (EphemeronEntry *e = ephemeron_find_entry(m, key)) {
         ephemeron_remove(m, e);
         return 1;
     }

@@ -29,7 +29,8 @@
 //
 // Reentrancy: an operation that drops a reference (to an old value, to a
 // removed entry) first leaves the table consistent, so a value's __del__ may
-// use the map freely. Lookups run no Python code (identity hashing).
+// use the map freely. Lookups run no Python code (keys are compared by
+// identity).
 #pragma once
 
 #include "compat.h"
@@ -78,8 +79,44 @@ void ephemeron_visit_entries(PyObject *key, visitproc visit, void *arg);
 // a reference to the entry, and drops it and the value's when it is ready.
 PyObject *ephemeron_detach(EphemeronEntry *entry);
 
-// The entry of `key` in `map` (borrowed, valid until code runs), or NULL.
-EphemeronEntry *ephemeron_find_entry(EphemeronMap *map, PyObject *key);
+// The entry of `key` in m's table, its value set (borrowed, valid until code
+// runs), or NULL. Runs no code.
+//
+// An entry is a weak reference to its key, so the key's own list of weak
+// references names it: reading the list starts at the key, which the caller
+// has in hand, so a lookup costs one miss to memory (the entry) where the
+// table's index costs three (index slot, entry array, entry). The list holds
+// exactly the weak references whose referent is the key (CPython unlinks a
+// reference when it clears it), so a list read to its end without an entry of
+// m proves the key absent. Only where the list is out of reach (a static
+// builtin type) or long (the key is in many maps, or weakly referenced
+// often) does the lookup go to the index. An entry of m in the list may be
+// out of the table (taken out, or being released by clear() while it still
+// holds its value): its position tells.
+inline EphemeronEntry *ephemeron_find_entry(const EphemeronMap *m, PyObject *key) {
+    // The index costs about three misses; past that many references, the list
+    // costs more.
+    constexpr int kListReads = 3;
+    PyWeakReference **list = compat::weaklist_of(key);
+    if (list == nullptr) {
+        return m->table.find(key);
+    }
+    int reads = 0;
+    for (PyWeakReference *ref = *list; ref != nullptr; ref = ref->wr_next) {
+        if (++reads > kListReads) {
+            return m->table.find(key);
+        }
+        // The callback first: it tells m's entries from any other reference
+        // (and the type, from a plain weakref.ref given m's callback).
+        if (ref->wr_callback == m->key_death && Py_IS_TYPE(reinterpret_cast<PyObject *>(ref), &EphemeronEntryType)) {
+            auto *e = reinterpret_cast<EphemeronEntry *>(ref);
+            if (e->value != nullptr && e->position != kNoPosition) {
+                return e;
+            }
+        }
+    }
+    return nullptr;
+}
 
 // The key of an entry still in a map (borrowed, alive while the entry is in
 // its map), or NULL (also while a dying key's callback is pending).

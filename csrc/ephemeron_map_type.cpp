@@ -51,7 +51,7 @@ PyObject *map_new(PyTypeObject *type, PyObject *, PyObject *) { return ephemeron
 // whether that is because the key cannot be weakly referenced (TypeError set).
 PyObject *lookup(EphemeronMap *m, PyObject *key, bool *bad_key) {
     *bad_key = false;
-    if (EphemeronEntry *e = m->table.find(key)) {
+    if (EphemeronEntry *e = ephemeron_find_entry(m, key)) {
         return e->value;
     }
     if (ephemeron_check_key(key) < 0) {
@@ -92,7 +92,7 @@ Py_ssize_t map_length(PyObject *self) {
 // `key in map`: False for a key that cannot be weakly referenced, as
 // weakref.WeakKeyDictionary answers.
 int map_contains(PyObject *self, PyObject *key) {
-    return reinterpret_cast<EphemeronMap *>(self)->table.find(key) != nullptr;
+    return ephemeron_find_entry(reinterpret_cast<EphemeronMap *>(self), key) != nullptr;
 }
 
 // get(key, default=None)
@@ -120,7 +120,7 @@ PyObject *map_setdefault(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     }
     auto *m = reinterpret_cast<EphemeronMap *>(self);
     PyObject *value = nargs == 2 ? args[1] : Py_None;
-    if (EphemeronEntry *e = m->table.find(args[0])) {
+    if (EphemeronEntry *e = ephemeron_find_entry(m, args[0])) {
         return Py_NewRef(e->value);
     }
     // Our own reference: setting may run code that replaces the value at once.
@@ -138,7 +138,7 @@ PyObject *map_pop(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
         return nullptr;
     }
     auto *m = reinterpret_cast<EphemeronMap *>(self);
-    EphemeronEntry *e = m->table.find(args[0]);
+    EphemeronEntry *e = ephemeron_find_entry(m, args[0]);
     if (e == nullptr) {
         if (ephemeron_check_key(args[0]) < 0) {
             return nullptr;
@@ -438,7 +438,7 @@ int map_equal(EphemeronMap *m, PyObject *other) {
             return -1;
         }
         // The comparison may run code that changes m: hold the value.
-        EphemeronEntry *e = m->table.find(PyTuple_GET_ITEM(pair.get(), 0));
+        EphemeronEntry *e = ephemeron_find_entry(m, PyTuple_GET_ITEM(pair.get(), 0));
         Ref mine = e != nullptr ? Ref::borrow(e->value) : Ref();
         equal = mine ? PyObject_RichCompareBool(mine.get(), PyTuple_GET_ITEM(pair.get(), 1), Py_EQ) : 0;
     }

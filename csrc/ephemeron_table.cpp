@@ -45,7 +45,7 @@ size_t EntryTable::slot_of(uintptr_t key_address) const {
 #ifdef NDEBUG
 void EntryTable::validate(bool) const {}
 void EntryTable::validate_inserted(const EphemeronEntry *) const {}
-void EntryTable::validate_taken(const EphemeronEntry *) const {}
+void EntryTable::validate_taken(const EphemeronEntry *, size_t) const {}
 #else
 bool EntryTable::index_reaches(uintptr_t key_address, size_t position) const {
     for (size_t i = slot_of(key_address);; i = (i + 1) & index_mask_) {
@@ -113,8 +113,8 @@ void EntryTable::validate_inserted(const EphemeronEntry *entry) const {
     assert(find(entry->ref.wr_object) == entry && "another entry of the same key");
 }
 
-void EntryTable::validate_taken(const EphemeronEntry *entry) const {
-    size_t p = entry->position;
+void EntryTable::validate_taken(const EphemeronEntry *entry, size_t p) const {
+    assert(entry->position == kNoPosition && "a taken entry that names a position");
     assert((p >= used_ || entries_[p] == nullptr) && "a taken entry still in the table");
     assert(size_ <= used_ && used_ <= capacity_ && "entry counts out of order");
     assert((pins_ != 0 || used_ == 0 || entries_[used_ - 1] != nullptr) && "a trailing hole in an unpinned table");
@@ -253,6 +253,7 @@ bool EntryTable::take(EphemeronEntry *entry) {
         return false;
     }
     entries_[position] = nullptr;
+    entry->position = kNoPosition;
     size_--;
     // Trailing holes are dropped, so that popping the last entry (popitem)
     // and adding again reuse the same positions.
@@ -260,13 +261,18 @@ bool EntryTable::take(EphemeronEntry *entry) {
         used_--;
     }
     runs_.truncate(used_);
-    validate_taken(entry);
+    validate_taken(entry, position);
     return true;
 }
 
 EphemeronEntry **EntryTable::release(size_t *count) {
     EphemeronEntry **entries = entries_;
     *count = used_;
+    for (size_t p = 0; p < used_; p++) {
+        if (EphemeronEntry *e = entries[p]) {
+            e->position = kNoPosition;
+        }
+    }
     PyMem_Free(index_);
     EntryTable emptied;
     emptied.insertions_ = insertions_;  // emptied and refilled is not unchanged

@@ -12,6 +12,10 @@
 // position is reused, at an entry of another key, until the index is next
 // rebuilt: probes pass over both.
 //
+// The map looks most keys up on their own list of weak references instead
+// (ephemeron_find_entry); the index serves keys whose list is long or out of
+// reach, and inserts.
+//
 // The table only arranges pointers: it takes, drops and runs nothing, and
 // never fails but in grow(). The map (ephemeron_map.cpp) owns the entries.
 #pragma once
@@ -45,6 +49,7 @@ public:
     // is written into the entry.
     void insert(EphemeronEntry *entry);
     // Takes `entry` out if the table holds it (true); no reference moves.
+    // Its position becomes kNoPosition.
     bool take(EphemeronEntry *entry);
 
     // The number of entries, and the positions in use: [0, end()), each an
@@ -57,7 +62,7 @@ public:
 
     // Empties the table and hands over its entries: the array (PyMem; NULL
     // for an empty table) and, in *count, how many positions it holds, holes
-    // included.
+    // included. Each entry's position becomes kNoPosition.
     EphemeronEntry **release(size_t *count);
     // How many times release() emptied the table: positions read before a
     // change name nothing now.
@@ -95,7 +100,7 @@ private:
     // a rebuild makes true), those of one entry after it is inserted or taken.
     void validate(bool rebuilt) const;
     void validate_inserted(const EphemeronEntry *entry) const;
-    void validate_taken(const EphemeronEntry *entry) const;
+    void validate_taken(const EphemeronEntry *entry, size_t position) const;
     // Whether probing from the slot of the key at `key_address` reaches a
     // slot naming `position` before an empty one (for the checks only).
     bool index_reaches(uintptr_t key_address, size_t position) const;

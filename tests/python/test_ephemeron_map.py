@@ -515,10 +515,29 @@ def test_stats_count_maps_and_entries():
     assert s["ephemeron_entries_alive"] == before["ephemeron_entries_alive"]
 
 
-def test_random_operations_agree_with_a_dict_keyed_by_identity():
+def crowded_key_type(others: list) -> type:
+    """A key type whose keys are also weakly referenced elsewhere: in each
+    map of `others` and by plain weak references, made before and after the
+    map's own entry. Finding such a key's entry through its list of weak
+    references gives way to the map's index."""
+
+    class CrowdedKey(Key):
+        def __init__(self):
+            self.refs = [weakref.ref(self)]
+            for other in others:
+                other[self] = "other"
+            self.refs.append(weakref.ref(self, lambda r: None))
+
+    return CrowdedKey
+
+
+@pytest.mark.parametrize("crowded", [False, True], ids=["plain keys", "keys weakly referenced elsewhere"])
+def test_random_operations_agree_with_a_dict_keyed_by_identity(crowded):
     """The table (insertion order, holes, reused positions, growth and
     rebuilt indexes) against a model, a dict in insertion order as the map
     is, with keys that die by reference counting meanwhile."""
+    others = [coextra.EphemeronMap() for _ in range(4)] if crowded else []
+    Key = crowded_key_type(others) if crowded else globals()["Key"]  # noqa: N806 (the pool's key type)
     rng = random.Random(20240601)
     m = coextra.EphemeronMap()
     model: dict = {}  # id(key) -> (key, value)
@@ -556,6 +575,45 @@ def test_random_operations_agree_with_a_dict_keyed_by_identity():
         if step % 97 == 0:
             assert [(id(k), v) for k, v in m.items()] == [(i, v) for i, (_, v) in model.items()]
     assert problems(m) == []
+    for other in others:  # every pool key, none of the dead ones
+        assert len(other) == len(pool) and all(other[k] == "other" for k in pool)
+
+
+@pytest.mark.parametrize("maps", [1, 2, 8])
+@pytest.mark.parametrize("plain_refs", [0, 1, 8])
+def test_a_key_in_many_maps_and_weakly_referenced_often_has_its_own_value_in_each(maps, plain_refs):
+    """Each map finds its own entry of a key, however many weak references
+    (other maps' entries, plain references, before and after) it has."""
+    key = Key()
+    refs = [weakref.ref(key, lambda r: None) for _ in range(plain_refs // 2)]
+    ms = [coextra.EphemeronMap() for _ in range(maps)]
+    for i, m in enumerate(ms):
+        assert key not in m and m.get(key) is None
+        m[key] = i
+    refs += [weakref.ref(key, lambda r: None) for _ in range(plain_refs - plain_refs // 2)]
+    assert [m[key] for m in ms] == list(range(maps))
+    del ms[0][key]
+    assert key not in ms[0] and [key in m for m in ms[1:]] == [True] * (maps - 1)
+    ms[0][key] = "again"
+    ms[-1][key] = "replaced"
+    assert ms[0][key] == ("replaced" if maps == 1 else "again") and ms[-1][key] == "replaced"
+    assert all(len(m) == 1 for m in ms) and all(problems(m) == [] for m in ms)
+    del key
+    assert all(len(m) == 0 for m in ms)
+    assert all(r() is None for r in refs)
+
+
+def test_a_key_whose_removed_entry_is_still_held_is_found_by_its_new_entry():
+    m = coextra.EphemeronMap()
+    k = Key()
+    m[k] = "first"
+    held = [r for r in weakref.getweakrefs(k) if r() is k]
+    del m[k]
+    assert k not in m
+    m[k] = "second"  # a new entry, listed before or after the held one
+    assert m[k] == "second" and len(m) == 1
+    del m[k]
+    assert k not in m and len(held) == 1
 
 
 # --- explain --------------------------------------------------------------------
@@ -1384,6 +1442,28 @@ def test_a_finalizer_that_clears_the_map_while_another_clear_runs():
         log.clear()
     assert outcomes == [("ok", 1)] * 20
     assert list(m.items()) == [(keys[0], "last")]
+
+
+@pytest.mark.usefixtures("explicit_collection_only")
+def test_a_finalizer_run_by_clear_finds_no_entry_that_clear_has_yet_to_release():
+    """clear() empties the table before it releases a value, so a finalizer
+    it runs sees an empty map, entries released after it included."""
+    m = coextra.EphemeronMap()
+    keys = [Key() for _ in range(10)]
+    seen = []
+    m[keys[0]] = Finalized(lambda v: seen.append((len(m), [k in m for k in keys], m.get(keys[-1]))))
+    for k in keys[1:]:
+        m[k] = Plain()
+    del k
+    log.clear()
+    try:
+        m.clear()
+        outcomes = list(log)
+    finally:
+        log.clear()
+    assert outcomes == [("ok", None)] and seen == [(0, [False] * 10, None)]
+    m[keys[-1]] = "after"
+    assert m[keys[-1]] == "after" and len(m) == 1
 
 
 # =============================================================================
