@@ -225,28 +225,29 @@ def waves_workload(waves: int, per_wave: int, live: int = 10) -> dict:
 
 class Pauses:
     """Times, around every GC pass while active, coextra's automatic pass (its
-    callback, between one of ours before it and one after it in gc.callbacks)
-    and CPython's own collection (from then to the "stop" phase)."""
+    callback, between one of ours before it and one after it in gc.callbacks,
+    at the "start" phase and at the "stop" phase alike) and CPython's own
+    collection (from the end of coextra's "start" callback to the beginning
+    of its "stop" callback)."""
 
     def __init__(self) -> None:
-        self.coextra_max = 0.0  # the longest automatic pass
+        self.coextra_max = 0.0  # the longest automatic pass, of either phase
         self.gc_max = 0.0       # the longest collection of any generation
         self.gc2_max = 0.0      # the longest generation-2 collection
         self._t0 = self._t1 = 0.0
 
     def _before(self, phase, info):
-        if phase == "start":
-            self._t0 = time.perf_counter()
+        self._t0 = time.perf_counter()
+        if phase == "stop":
+            self.gc_max = max(self.gc_max, self._t0 - self._t1)
+            if info.get("generation") == 2:
+                self.gc2_max = max(self.gc2_max, self._t0 - self._t1)
 
     def _after(self, phase, info):
         now = time.perf_counter()
+        self.coextra_max = max(self.coextra_max, now - self._t0)
         if phase == "start":
             self._t1 = now
-            self.coextra_max = max(self.coextra_max, now - self._t0)
-        else:
-            self.gc_max = max(self.gc_max, now - self._t1)
-            if info.get("generation") == 2:
-                self.gc2_max = max(self.gc2_max, now - self._t1)
 
     def __enter__(self):
         ours = gc.callbacks.index(next(c for c in gc.callbacks if "coextra" in repr(c)))
