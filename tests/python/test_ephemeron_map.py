@@ -517,16 +517,19 @@ def test_stats_count_maps_and_entries():
 
 def crowded_key_type(others: list) -> type:
     """A key type whose keys are also weakly referenced elsewhere: in each
-    map of `others` and by plain weak references, made before and after the
-    map's own entry. Finding such a key's entry through its list of weak
-    references gives way to the map's index."""
+    map of `others` and by plain weak references. crowd() adds weak
+    references made after the key's entry in some map, which CPython lists
+    before that entry: the map then finds the entry through its index, not
+    through the key's list of weak references."""
 
     class CrowdedKey(Key):
         def __init__(self):
             self.refs = [weakref.ref(self)]
             for other in others:
                 other[self] = "other"
-            self.refs.append(weakref.ref(self, lambda r: None))
+
+        def crowd(self):
+            self.refs += [weakref.ref(self, lambda r: None) for _ in range(4)]
 
     return CrowdedKey
 
@@ -535,13 +538,15 @@ def crowded_key_type(others: list) -> type:
 def test_random_operations_agree_with_a_dict_keyed_by_identity(crowded):
     """The table (insertion order, holes, reused positions, growth and
     rebuilt indexes) against a model, a dict in insertion order as the map
-    is, with keys that die by reference counting meanwhile."""
+    is, with keys that die by reference counting meanwhile. Crowded, the keys
+    are in other maps too and weakly referenced after their entry is made:
+    the map finds them through its index, not their list of weak references."""
     others = [coextra.EphemeronMap() for _ in range(4)] if crowded else []
-    Key = crowded_key_type(others) if crowded else globals()["Key"]  # noqa: N806 (the pool's key type)
+    key_type = crowded_key_type(others) if crowded else Key
     rng = random.Random(20240601)
     m = coextra.EphemeronMap()
     model: dict = {}  # id(key) -> (key, value)
-    pool = [Key() for _ in range(150)]
+    pool = [key_type() for _ in range(150)]
     for step in range(6000):
         op = rng.random()
         k = rng.choice(pool)
@@ -549,6 +554,8 @@ def test_random_operations_agree_with_a_dict_keyed_by_identity(crowded):
             value = ("v", step)
             m[k] = value
             model[id(k)] = (k, value)
+            if crowded:
+                k.crowd()
         elif op < 0.55:
             expected = model.pop(id(k), (None, "missing"))[1]
             assert m.pop(k, "missing") == expected
@@ -558,10 +565,12 @@ def test_random_operations_agree_with_a_dict_keyed_by_identity(crowded):
         elif op < 0.8:
             value = ("d", step)
             assert m.setdefault(k, value) == model.setdefault(id(k), (k, value))[1]
+            if crowded:
+                k.crowd()
         elif op < 0.95:  # the key dies: its entry goes with it
             i = pool.index(k)
             model.pop(id(k), None)
-            pool[i] = Key()
+            pool[i] = key_type()
             del k
         elif op < 0.995 and model:
             key, value = m.popitem()
