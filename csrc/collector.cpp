@@ -112,6 +112,7 @@ Py_ssize_t run_pass(PassKind kind, MapSeeds maps, size_t first, size_t end, size
 
     Pass &pass = state.scratch->pass;
     pass.reset(node_budget);
+    state.scratch->live_structures.begin_pass();
     // About one node in the address index per seed holder: its function
     // (holder, entry and a private product are merged into the code's node,
     // which the holder index holds).

@@ -183,6 +183,9 @@ void process_pending(Pass &pass) {
             g.out_of_memory = true;
             return;
         }
+        if (g.nodes[node].flags & NODE_DEFERRED) {
+            pass.live_structures.explain_reference(child, g.nodes[pending[i].source].op);
+        }
     }
     pending.clear();
     for (size_t i = 0; i < pass.merged.size() && !g.out_of_memory; i++) {
@@ -415,7 +418,7 @@ bool explore_and_count(Pass &pass, const std::vector<Holder *> &holders, size_t 
                 continue;
             }
             const LiveStructure *s = pass.live_structures.find(node.op);
-            if (s != nullptr && node.unexplained > static_cast<int32_t>(s->back_references)) {
+            if (s != nullptr && node.unexplained > static_cast<int32_t>(s->unexplored_back_references())) {
                 continue;  // live as when recorded: stays unexplored
             }
             pass.live_structures.remove(node.op);  // this pass records it again if still live

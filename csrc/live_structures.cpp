@@ -32,6 +32,34 @@ void LiveStructures::add(const LiveStructure &s) {
     refilter();
 }
 
+void LiveStructures::begin_pass() {
+    for (size_t i = 0; i < count_; i++) {
+        for (uint32_t r = 0; r < items_[i].referrer_count; r++) {
+            items_[i].referrers[r].explained = 0;
+        }
+    }
+}
+
+void LiveStructures::explain_reference(PyObject *target, PyObject *source) {
+    for (size_t i = 0; i < count_; i++) {
+        LiveStructure &s = items_[i];
+        if (s.op != target) {
+            continue;
+        }
+        if (!(s.referrer_filter & bit(source))) {
+            return;
+        }
+        for (uint32_t r = 0; r < s.referrer_count; r++) {
+            LiveStructure::Referrer &referrer = s.referrers[r];
+            if (referrer.op == source && referrer.explained < referrer.edges) {
+                referrer.explained++;
+                return;
+            }
+        }
+        return;
+    }
+}
+
 void LiveStructures::remove(PyObject *op) {
     for (size_t i = 0; i < count_; i++) {
         if (items_[i].op == op) {
@@ -112,7 +140,7 @@ void record_live_structures(Pass &pass) {
     size_t work_left = n / 4 + 4 * kLiveStructureObjects;
     for (size_t r = 0; r < count; r++) {
         uint32_t x = recorded[r];
-        uint32_t back_references = 0;
+        LiveStructure s{g.nodes[x].op, Py_TYPE(g.nodes[x].op), 0, subtree[x]};
         size_t reached = 0;
         size_t limit = std::min(2 * static_cast<size_t>(subtree[x]) + 64, work_left);
         bool known = true;  // every node it reaches expanded, and not too many
@@ -128,9 +156,10 @@ void record_live_structures(Pass &pass) {
                 known = false;
                 break;
             }
+            uint32_t into_x = 0;
             for (uint32_t e = g.nodes[node].first_edge; e != HeapGraph::kNone; e = g.edges[e].next) {
                 uint32_t target = g.edges[e].target;
-                back_references += target == x;
+                into_x += target == x;
                 if (structure_of[target] != r) {
                     structure_of[target] = static_cast<uint32_t>(r);
                     if (!stack.push(target)) {
@@ -138,11 +167,15 @@ void record_live_structures(Pass &pass) {
                     }
                 }
             }
+            s.back_references += into_x;
+            if (into_x != 0 && s.referrer_count < LiveStructure::kMaxReferrers) {
+                s.referrers[s.referrer_count++] = LiveStructure::Referrer{g.nodes[node].op, into_x, 0};
+                s.referrer_filter |= LiveStructures::bit(g.nodes[node].op);
+            }
         }
         work_left -= std::min(work_left, reached);
         if (known) {
-            PyObject *op = g.nodes[x].op;
-            pass.live_structures.add(LiveStructure{op, Py_TYPE(op), back_references, subtree[x]});
+            pass.live_structures.add(s);
         }
     }
 }

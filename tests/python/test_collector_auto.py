@@ -11,6 +11,7 @@ import time
 import weakref
 
 import coextra
+import pytest
 from conftest import make_function, subprocess_env
 
 
@@ -368,23 +369,34 @@ def attach_sharing(count: int, shared, tag: str) -> list:
     return functions
 
 
-def test_a_large_structure_found_live_is_not_explored_again_by_automatic_passes():
-    """Products that all reference one large live structure: once a pass has
+@pytest.mark.parametrize("through_a_part", [False, True], ids=["directly", "through-a-part"])
+def test_a_large_structure_found_live_is_not_explored_again_by_automatic_passes(through_a_part):
+    """Products that all reach one large live structure: once a pass has
     explored it and found it referenced from outside, automatic passes stop
     at it while its reference count says it is still live (a young pass
     would otherwise spend its whole node budget in it), and dead caches that
-    reach it still go at the next generation-2 collection."""
+    reach it still go at the next generation-2 collection. Also when the
+    products reach it through one of its own parts that references it back
+    (a child keeping its parent): the part is in every later pass's graph,
+    so its reference into the structure is explained there, and the
+    structure, referenced once from outside, is still known live."""
     coextra.reset()
     shared = shared_structure(100_000)
-    kept = attach_sharing(200, shared, "s")
+    reached = shared
+    if through_a_part:
+        reached = shared[5]  # referenced by the structure and the products only
+        reached.append(shared)
+    kept = attach_sharing(200, reached, "s")
+    del reached
     gc.collect()  # a generation pass explores the structure
     after_ours, explored = automatic_passes_explored()
     gc.callbacks.append(after_ours)
     try:
-        more = attach_sharing(2_000, shared, "t")
-        dropped = attach_sharing(2_000, shared, "u")  # the youngest: the first slices'
+        reached = shared[5] if through_a_part else shared
+        more = attach_sharing(2_000, reached, "t")
+        dropped = attach_sharing(2_000, reached, "u")  # the youngest: the first slices'
         refs = [weakref.ref(f.__code__) for f in dropped]
-        del dropped
+        del dropped, reached
         for _ in range(100):
             gc.collect(0)
         assert explored, "young passes ran"
@@ -395,6 +407,29 @@ def test_a_large_structure_found_live_is_not_explored_again_by_automatic_passes(
     finally:
         gc.callbacks.remove(after_ours)
         coextra.reset()
+
+
+def test_a_large_structure_reached_through_a_part_that_references_it_goes_with_its_caches():
+    """The same shape, dropped with the caches that reach it and that it
+    keeps: a reference into the structure is explained only when it comes
+    from one of the parts that referenced it when it was recorded (here,
+    the newer caches reference it directly and no part is reached), so the
+    next pass to meet the structure explores it and detaches them, without
+    a generation-2 collection."""
+    coextra.reset()
+    shared = shared_structure(10_000)  # within a young pass's budget
+    shared[5].append(shared)
+    shared[7].append(shared)
+    functions = attach_sharing(300, shared[5], "e")
+    shared.append(functions)  # the structure keeps the functions: dies with them or not
+    gc.collect()  # a generation pass finds it live, through `shared`, and records it
+    newer = attach_sharing(100, shared, "n")
+    shared.append(newer)
+    refs = [weakref.ref(f.__code__) for f in functions + newer]
+    del functions, newer, shared
+    assert drive_gc_until(lambda: attached(refs) == 0, seconds=20.0), f"{attached(refs)} left"
+    gc.collect()
+    assert alive(refs) == 0
 
 
 def recorded_structure(size: int, back_reference: bool) -> list:
