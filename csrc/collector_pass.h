@@ -70,8 +70,13 @@ struct Pass {
     // each node's recorded structure. Kept by automatic passes only.
     PodArray<uint32_t> discoverer;
     PodArray<uint32_t> merged_into;  // per node, the objects explored as part of it (likewise)
-    PodArray<uint32_t> subtree;   // record_live_structures
     PodArray<uint32_t> deferred;  // nodes left unexpanded as live structures
+    PodArray<uint32_t> recheck;   // deferred nodes whose counts fell since they were looked at
+    // record_live_structures: per node its subtree's size; a structure's
+    // reach; per node the edges into it from that reach.
+    PodArray<uint32_t> subtree;
+    PodArray<uint32_t> reach;
+    PodArray<uint32_t> reach_edges;
     ChunkSeeds seeds;            // the current chunk of seeds (explore)
     uint32_t current = 0;        // the node whose references are being queued
     size_t next_node = 0;        // the next node to expand (explore)
@@ -96,6 +101,7 @@ struct Pass {
         discoverer.clear();
         merged_into.clear();
         deferred.clear();
+        recheck.clear();
     }
 
     void release_memory() {
@@ -109,6 +115,9 @@ struct Pass {
         merged_into.release();
         subtree.release();
         deferred.release();
+        recheck.release();
+        reach.release();
+        reach_edges.release();
     }
 };
 

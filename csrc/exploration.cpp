@@ -95,8 +95,8 @@ constexpr size_t kPrefetchDistance = 64;
         return false;
     }
     GraphNode &n = pass.graph.nodes[node];
-    if (!pass.live_structures.empty() && !(n.flags & NODE_BY_HOLDER) &&
-        pass.live_structures.find(n.op) != nullptr) {
+    if (!pass.live_structures.empty() && !(n.flags & NODE_BY_HOLDER) && !PyCode_Check(n.op) &&
+        pass.live_structures.recorded(n.op)) {
         n.flags |= NODE_DEFERRED;
         return pass.deferred.push(node);
     }
@@ -391,43 +391,58 @@ bool explore(Pass &pass, const std::vector<Holder *> &holders, size_t end, MapCu
 }
 
 // Every edge from `*counted` on is a reference from an explored node: it is
-// not an outside one.
-void count_internal_references(HeapGraph &g, size_t *counted) {
+// not an outside one. A deferred node whose count falls is looked at again
+// (pass.recheck).
+bool count_internal_references(Pass &pass, size_t *counted) {
+    HeapGraph &g = pass.graph;
     for (size_t e = *counted; e < g.edges.size(); e++) {
-        g.nodes[g.edges[e].target].unexplained--;
+        uint32_t target = g.edges[e].target;
+        GraphNode &node = g.nodes[target];
+        node.unexplained--;
+        if ((node.flags & NODE_DEFERRED) && !pass.recheck.push(target)) {
+            return false;
+        }
     }
     *counted = g.edges.size();
+    return true;
+}
+
+// Expands deferred node d when its record no longer shows it live; true
+// when it did.
+bool settle_deferred(Pass &pass, uint32_t d) {
+    GraphNode &node = pass.graph.nodes[d];
+    if (!(node.flags & NODE_DEFERRED) || pass.live_structures.still_live(node.op, node.unexplained)) {
+        return false;  // expanded already, or live as when recorded: stays unexplored
+    }
+    pass.live_structures.forget(node.op);  // this pass records it again if still live
+    node.flags &= ~NODE_DEFERRED;
+    pass.current = d;
+    traverse_node(pass, node);  // not a code object (never recorded)
+    node.flags |= NODE_EXPANDED;
+    return true;
 }
 
 }  // namespace
 
-// Counts the internal references after each round of exploring (exploration.h).
+// Counts the internal references after each round of exploring
+// (exploration.h). Each deferred node is looked at when it is added and
+// again whenever its count falls, not at every round: a pass may leave
+// thousands unexpanded.
 bool explore_and_count(Pass &pass, const std::vector<Holder *> &holders, size_t end, MapCursor &map_cursor) {
-    HeapGraph &g = pass.graph;
     size_t counted = 0;
+    size_t looked_at = 0;  // pass.deferred[0, looked_at) was
     for (;;) {
-        if (!explore(pass, holders, end, map_cursor)) {
+        if (!explore(pass, holders, end, map_cursor) || !count_internal_references(pass, &counted)) {
             return false;
         }
-        count_internal_references(g, &counted);
         bool expanded = false;
-        for (size_t i = 0; i < pass.deferred.size(); i++) {
-            uint32_t d = pass.deferred[i];
-            GraphNode &node = g.nodes[d];
-            if (!(node.flags & NODE_DEFERRED)) {
-                continue;
-            }
-            const LiveStructure *s = pass.live_structures.find(node.op);
-            if (s != nullptr && node.unexplained > static_cast<int32_t>(s->unexplored_back_references())) {
-                continue;  // live as when recorded: stays unexplored
-            }
-            pass.live_structures.remove(node.op);  // this pass records it again if still live
-            node.flags &= ~NODE_DEFERRED;
-            pass.current = d;
-            traverse_node(pass, node);  // not a code object (never recorded)
-            node.flags |= NODE_EXPANDED;
-            expanded = true;
+        for (; looked_at < pass.deferred.size(); looked_at++) {
+            expanded |= settle_deferred(pass, pass.deferred[looked_at]);
         }
+        for (size_t i = 0; i < pass.recheck.size(); i++) {
+            expanded |= settle_deferred(pass, pass.recheck[i]);
+        }
+        pass.recheck.clear();
         if (!expanded) {
             return true;
         }

@@ -70,6 +70,64 @@ void LiveStructures::remove(PyObject *op) {
     }
 }
 
+bool LiveStructures::grow_reach() {
+    size_t capacity = reach_.size() != 0 ? 2 * reach_.size() : 1024;
+    if (capacity > 2 * kMaxReachNodes) {
+        return false;
+    }
+    PodArray<ReachNode> old;
+    old.swap(reach_);
+    if (!reach_.assign_zeroed(capacity)) {
+        reach_.swap(old);
+        return false;
+    }
+    reach_mask_ = capacity - 1;
+    reach_count_ = 0;
+    for (size_t i = 0; i < old.size(); i++) {
+        if (old[i].op != nullptr && old[i].back_references != kForgotten) {
+            size_t j = reach_slot(old[i].op);
+            while (reach_[j].op != nullptr) {
+                j = (j + 1) & reach_mask_;
+            }
+            reach_[j] = old[i];
+            reach_count_++;
+        }
+    }
+    old.release();
+    return true;
+}
+
+void LiveStructures::add_reach_node(PyObject *op, PyTypeObject *type, uint32_t back_references) {
+    if (2 * (reach_count_ + 1) > reach_.size() && !grow_reach()) {
+        return;
+    }
+    for (size_t i = reach_slot(op);; i = (i + 1) & reach_mask_) {
+        ReachNode &slot = reach_[i];
+        if (slot.op == op || slot.op == nullptr) {
+            reach_count_ += slot.op == nullptr;
+            slot = ReachNode{op, type_bits(type), back_references};
+            return;
+        }
+    }
+}
+
+void LiveStructures::forget(PyObject *op) {
+    remove(op);
+    if (reach_count_ == 0) {
+        return;
+    }
+    for (size_t i = reach_slot(op);; i = (i + 1) & reach_mask_) {
+        ReachNode &slot = reach_[i];
+        if (slot.op == op) {
+            slot.back_references = kForgotten;
+            return;
+        }
+        if (slot.op == nullptr) {
+            return;
+        }
+    }
+}
+
 void LiveStructures::refilter() {
     filter_ = 0;
     for (size_t i = 0; i < count_; i++) {
@@ -88,6 +146,10 @@ bool may_be_live_structure(const GraphNode &node, uint32_t subtree) {
            !(node.flags & NODE_BY_HOLDER) && !PyCode_Check(node.op);
 }
 
+// Whether a node of a recorded structure's reach is kept as a structure of
+// its own: not a code object, for the same reason.
+bool may_be_reach_node(const GraphNode &node) { return !(node.flags & NODE_BY_HOLDER) && !PyCode_Check(node.op); }
+
 }  // namespace
 
 // A node's subtree: itself, the nodes it discovered, theirs, and so on, with
@@ -97,7 +159,7 @@ void record_live_structures(Pass &pass) {
     const HeapGraph &g = pass.graph;
     size_t n = g.nodes.size();
     if (g.explored() < kLiveStructureObjects || g.budget_exhausted || pass.discoverer.size() != n ||
-        !pass.subtree.assign_bytes(n, 0)) {
+        !pass.subtree.assign_bytes(n, 0) || !pass.reach_edges.assign_bytes(n, 0)) {
         return;
     }
     PodArray<uint32_t> &subtree = pass.subtree;
@@ -150,8 +212,13 @@ void record_live_structures(Pass &pass) {
         if (!stack.push(x)) {
             return;
         }
+        PodArray<uint32_t> &reach = pass.reach;
+        reach.clear();
         while (known && !stack.empty()) {
             uint32_t node = stack.pop();
+            if (!reach.push(node)) {
+                return;
+            }
             if (!(g.nodes[node].flags & NODE_EXPANDED) || ++reached > limit) {
                 known = false;
                 break;
@@ -160,6 +227,7 @@ void record_live_structures(Pass &pass) {
             for (uint32_t e = g.nodes[node].first_edge; e != HeapGraph::kNone; e = g.edges[e].next) {
                 uint32_t target = g.edges[e].target;
                 into_x += target == x;
+                pass.reach_edges[target]++;
                 if (structure_of[target] != r) {
                     structure_of[target] = static_cast<uint32_t>(r);
                     if (!stack.push(target)) {
@@ -176,6 +244,20 @@ void record_live_structures(Pass &pass) {
         work_left -= std::min(work_left, reached);
         if (known) {
             pass.live_structures.add(s);
+        }
+        // Every node of the reach, as a structure of its own (ReachNode);
+        // then the counts back to 0 for the next search.
+        for (size_t k = 0; k < reach.size(); k++) {
+            uint32_t v = reach[k];
+            const GraphNode &node = g.nodes[v];
+            if (known && v != x && may_be_reach_node(node)) {
+                pass.live_structures.add_reach_node(node.op, Py_TYPE(node.op), pass.reach_edges[v]);
+            }
+        }
+        for (size_t k = 0; k < reach.size(); k++) {
+            for (uint32_t e = g.nodes[reach[k]].first_edge; e != HeapGraph::kNone; e = g.edges[e].next) {
+                pass.reach_edges[g.edges[e].target] = 0;
+            }
         }
     }
 }

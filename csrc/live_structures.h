@@ -11,6 +11,7 @@
 #pragma once
 
 #include "compat.h"
+#include "pod_array.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -38,6 +39,8 @@ struct Pass;
 // pass has expanded is known by its address only: if the recorded object has
 // died and another took its place, the recorded references died with it, so
 // counting them as explained is still right.
+//
+// Every node of X's reach is recorded too (ReachNode, below).
 //
 // On a heap changed since the recording -- a new reference into X from its
 // own part -- a dead X could pass for live: the set is emptied when a
@@ -81,14 +84,73 @@ struct LiveStructure {
 // unexplored would save less than a pass's fixed costs.
 constexpr size_t kLiveStructureObjects = 8192;
 
+// A node of a recorded structure's reach. Every such node is a structure of
+// its own: its reach lies within the recorded one (a reach is closed under
+// references), so the edges into it from the recorded reach bound those
+// from its own, and the test above holds with that count. A pass that meets
+// a structure by another way in than the node it was recorded from, as a
+// class every product's object is an instance of, stops there too.
+struct ReachNode {
+    PyObject *op;              // compared only, never dereferenced; NULL: a free slot
+    uint32_t type_bits;        // of the type's address (type_bits()), compared only
+    uint32_t back_references;  // edges into it from the reach it was recorded in
+};
+
 class LiveStructures {
 public:
     static constexpr size_t kMax = 16;
+    // The most reach nodes kept; the table has twice as many slots.
+    static constexpr size_t kMaxReachNodes = size_t{1} << 18;
 
-    bool empty() const { return count_ == 0; }
+    bool empty() const { return count_ == 0 && reach_count_ == 0; }
 
-    // The entry of op, alive and in a pass's graph: its address and type are
-    // a recorded structure's. Inline: a pass asks it of every node it adds.
+    // Whether op, alive and in a pass's graph, is a recorded structure or a
+    // node of one's reach (its address and type are). Inline: a pass asks
+    // it of every node it adds.
+    bool recorded(PyObject *op) const { return find(op) != nullptr || find_reach_node(op) != nullptr; }
+
+    // Whether op, recorded and left unexpanded with `unexplained` references
+    // not explained by the pass's graph, is still live by its record.
+    bool still_live(PyObject *op, int32_t unexplained) const {
+        if (const LiveStructure *s = find(op)) {
+            return unexplained > static_cast<int32_t>(s->unexplored_back_references());
+        }
+        const ReachNode *n = find_reach_node(op);
+        return n != nullptr && unexplained > static_cast<int32_t>(n->back_references);
+    }
+
+    // Adds or replaces the entry of s.op; when full, s replaces the smallest
+    // entry if it is larger.
+    void add(const LiveStructure &s);
+
+    // Adds or replaces op as a node of a recorded structure's reach, unless
+    // kMaxReachNodes are kept already or memory is short.
+    void add_reach_node(PyObject *op, PyTypeObject *type, uint32_t back_references);
+
+    // A pass begins: no reference into a structure explained yet.
+    void begin_pass();
+
+    // The pass under way found an edge from the node of `source` into the
+    // structure `target` (left unexpanded): one reference from a recorded
+    // referrer explained, up to the edges recorded from it.
+    void explain_reference(PyObject *target, PyObject *source);
+
+    // Forgets op, as a structure and as a reach node.
+    void forget(PyObject *op);
+
+    // Forgets everything, and gives the reach nodes' memory back.
+    void clear() {
+        count_ = 0;
+        filter_ = 0;
+        reach_.release();
+        reach_count_ = 0;
+        reach_mask_ = 0;
+    }
+
+    // One bit per address class: most nodes a pass adds are rejected by one test.
+    static uint64_t bit(PyObject *op) { return uint64_t{1} << ((reinterpret_cast<uintptr_t>(op) >> 4) & 63); }
+
+private:
     const LiveStructure *find(PyObject *op) const {
         if (!(filter_ & bit(op))) {
             return nullptr;
@@ -101,44 +163,59 @@ public:
         return nullptr;
     }
 
-    // Adds or replaces the entry of s.op; when full, s replaces the smallest
-    // entry if it is larger.
-    void add(const LiveStructure &s);
-
-    // A pass begins: no reference into a structure explained yet.
-    void begin_pass();
-
-    // The pass under way found an edge from the node of `source` into the
-    // structure `target` (left unexpanded): one reference from a recorded
-    // referrer explained, up to the edges recorded from it.
-    void explain_reference(PyObject *target, PyObject *source);
-
-    void remove(PyObject *op);
-
-    void clear() {
-        count_ = 0;
-        filter_ = 0;
+    // The type's address, as a reach node keeps it: its lowest bits are
+    // alignment, and two types a process holds differ in the 32 above them.
+    static uint32_t type_bits(PyTypeObject *type) {
+        return static_cast<uint32_t>(reinterpret_cast<uintptr_t>(type) >> 4);
     }
 
-    // One bit per address class: most nodes a pass adds are rejected by one test.
-    static uint64_t bit(PyObject *op) { return uint64_t{1} << ((reinterpret_cast<uintptr_t>(op) >> 4) & 63); }
+    // Open addressing with linear probing over a power-of-two table, hashed
+    // by address (Fibonacci hashing of the 16-byte granule).
+    size_t reach_slot(PyObject *op) const {
+        return static_cast<size_t>(((reinterpret_cast<uintptr_t>(op) >> 4) * 0x9E3779B97F4A7C15ull) >> 24) &
+               reach_mask_;
+    }
 
-private:
+    const ReachNode *find_reach_node(PyObject *op) const {
+        if (reach_count_ == 0) {
+            return nullptr;
+        }
+        for (size_t i = reach_slot(op);; i = (i + 1) & reach_mask_) {
+            const ReachNode &slot = reach_[i];
+            if (slot.op == op) {
+                return slot.type_bits == type_bits(Py_TYPE(op)) && slot.back_references != kForgotten ? &slot
+                                                                                                      : nullptr;
+            }
+            if (slot.op == nullptr) {
+                return nullptr;
+            }
+        }
+    }
 
+    // A forgotten reach node keeps its slot, so that the probes past it
+    // still find theirs.
+    static constexpr uint32_t kForgotten = UINT32_MAX;
+
+    bool grow_reach();
+    void remove(PyObject *op);
     void refilter();
 
     LiveStructure items_[kMax] = {};
     size_t count_ = 0;
     uint64_t filter_ = 0;
+    PodArray<ReachNode> reach_;  // empty until a reach is recorded
+    size_t reach_count_ = 0;     // slots in use, forgotten ones included
+    size_t reach_mask_ = 0;
 };
 
 // Records the largest structures the pass found live in
 // pass.live_structures: the topmost nodes that may be recorded
 // (may_be_live_structure, live_structures.cpp), each with the edges into it
-// from everything it reaches -- unless it reaches a node left
-// unexpanded, or more than twice its subtree (too entangled to be worth the
-// search). Runs after liveness is propagated, before anything is detached;
-// reuses pass.stack and pass.deferred and rewrites pass.discoverer.
+// from everything it reaches and every node of that reach with the edges
+// into it from the reach -- unless it reaches a node left unexpanded, or
+// more than twice its subtree (too entangled to be worth the search). Runs
+// after liveness is propagated, before anything is detached; reuses
+// pass.stack and pass.deferred and rewrites pass.discoverer.
 void record_live_structures(Pass &pass);
 
 }  // namespace coextra::detail

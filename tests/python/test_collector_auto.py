@@ -369,8 +369,8 @@ def attach_sharing(count: int, shared, tag: str) -> list:
     return functions
 
 
-@pytest.mark.parametrize("through_a_part", [False, True], ids=["directly", "through-a-part"])
-def test_a_large_structure_found_live_is_not_explored_again_by_automatic_passes(through_a_part):
+@pytest.mark.parametrize("way_in", ["directly", "through-a-part", "by-another-node"])
+def test_a_large_structure_found_live_is_not_explored_again_by_automatic_passes(way_in):
     """Products that all reach one large live structure: once a pass has
     explored it and found it referenced from outside, automatic passes stop
     at it while its reference count says it is still live (a young pass
@@ -379,24 +379,27 @@ def test_a_large_structure_found_live_is_not_explored_again_by_automatic_passes(
     products reach it through one of its own parts that references it back
     (a child keeping its parent): the part is in every later pass's graph,
     so its reference into the structure is explained there, and the
-    structure, referenced once from outside, is still known live."""
+    structure, referenced once from outside, is still known live. And when
+    the pass recorded it from another node (an owner list) than the one
+    later products reference: every node of the recorded reach is recorded
+    with it."""
     coextra.reset()
     shared = shared_structure(100_000)
-    reached = shared
-    if through_a_part:
-        reached = shared[5]  # referenced by the structure and the products only
-        reached.append(shared)
-    kept = attach_sharing(200, reached, "s")
-    del reached
+    owner = [shared]
+    if way_in == "through-a-part":
+        shared[5].append(shared)  # the part: referenced by the structure and the products only
+    first = {"directly": shared, "through-a-part": shared[5], "by-another-node": owner}[way_in]
+    kept = attach_sharing(200, first, "s")
+    del first
     gc.collect()  # a generation pass explores the structure
     after_ours, explored = automatic_passes_explored()
     gc.callbacks.append(after_ours)
     try:
-        reached = shared[5] if through_a_part else shared
-        more = attach_sharing(2_000, reached, "t")
-        dropped = attach_sharing(2_000, reached, "u")  # the youngest: the first slices'
+        later = shared[5] if way_in == "through-a-part" else shared
+        more = attach_sharing(2_000, later, "t")
+        dropped = attach_sharing(2_000, later, "u")  # the youngest: the first slices'
         refs = [weakref.ref(f.__code__) for f in dropped]
-        del dropped, reached
+        del dropped, later
         for _ in range(100):
             gc.collect(0)
         assert explored, "young passes ran"
@@ -427,6 +430,28 @@ def test_a_large_structure_reached_through_a_part_that_references_it_goes_with_i
     shared.append(newer)
     refs = [weakref.ref(f.__code__) for f in functions + newer]
     del functions, newer, shared
+    assert drive_gc_until(lambda: attached(refs) == 0, seconds=20.0), f"{attached(refs)} left"
+    gc.collect()
+    assert alive(refs) == 0
+
+
+def test_a_node_of_a_recorded_reach_referenced_only_from_that_reach_is_explored_and_its_caches_go():
+    """A node of a recorded structure's reach whose only other referrer is
+    in that reach (the owner it was recorded from, which it references
+    back) is explored by the next pass to meet it: the caches it keeps go
+    without a generation-2 collection."""
+    coextra.reset()
+    shared = shared_structure(10_000)  # within a young pass's budget
+    owner = [shared]
+    shared.append(owner)
+    first = attach_sharing(10, owner, "r")
+    gc.collect()  # a generation pass records the structure from `owner`
+    for f in first:
+        coextra.detach(f)
+    functions = attach_sharing(300, shared, "k")
+    shared.append(functions)  # the structure keeps the functions: dies with them or not
+    refs = [weakref.ref(f.__code__) for f in functions]
+    del first, functions, shared, owner
     assert drive_gc_until(lambda: attached(refs) == 0, seconds=20.0), f"{attached(refs)} left"
     gc.collect()
     assert alive(refs) == 0
