@@ -62,9 +62,9 @@ bool map_walk_left(const MapScanCursor &walk) { return !collector_map_scan_done(
 
 // How many items (holders, or table positions) a slice may take to last
 // about `share` of kSliceSeconds at `seconds_per_item` (0 before any was
-// measured): never fewer than kSliceMinSeeds.
-size_t slice_items(double seconds_per_item, double share = 1.0) {
-    size_t items = static_cast<size_t>(kSliceMinSeeds);
+// measured): never fewer than `minimum`.
+size_t slice_items(double seconds_per_item, double share = 1.0, Py_ssize_t minimum = kSliceMinSeeds) {
+    size_t items = static_cast<size_t>(minimum);
     if (seconds_per_item > 0.0) {
         items = std::max(items, static_cast<size_t>(share * kSliceSeconds / seconds_per_item));
     }
@@ -299,7 +299,7 @@ Py_ssize_t run_map_scan_slice() {
         map_scan.seconds = 0.0;
     }
     // Per position walked (run_slice): the last slice of a scan walks fewer than it was given.
-    size_t positions = slice_items(state.seconds_per_position);
+    size_t positions = slice_items(state.seconds_per_position, 1.0, kMapScanMinPositions);
     Py_ssize_t found =
         run_slice(0, 0, collector_budget(), &map_scan.cursor, positions, Scratch::kReleaseLarge).found;
     double seconds = collector_stats().last_seconds;

@@ -37,6 +37,11 @@ constexpr double kBoundFloor = 2000.0;
 constexpr double kBoundFraction = 0.1;
 // The fewest holders a generation or sweep slice seeds.
 constexpr Py_ssize_t kSliceMinSeeds = 256;
+// The fewest positions a map scan slice walks: fewer, since a scan slice may
+// explore the whole node budget from each key, and keys whose values reach
+// large structures of their own would otherwise make every slice last many
+// times kSliceSeconds.
+constexpr Py_ssize_t kMapScanMinPositions = 16;
 // The node budget of young passes and sweep slices: this much per seed, plus kYoungBaseNodes.
 constexpr Py_ssize_t kYoungNodesPerHolder = 64;
 constexpr Py_ssize_t kYoungBaseNodes = 4096;

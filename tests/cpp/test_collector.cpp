@@ -591,7 +591,32 @@ TEST_F(MapGenerations, EntriesTwoPassesFoundLiveAreOldAndLeftToTheMapScan) {
     EXPECT_EQ(m()->table.size(), 50u);
     EXPECT_EQ(collector_state().map_scans.scans, scans);
     set_map_scan_due(true);
-    EXPECT_EQ(gc_pass(2), 50) << "the map scan examines every entry";
+    Py_ssize_t found = gc_pass(2);
+    while (auto_collect_state().map_scan.active) {
+        found += gc_pass(0);
+    }
+    EXPECT_EQ(found, 50) << "the map scan examines every entry";
+    EXPECT_EQ(collector_state().map_scans.scans, scans + 1);
+}
+
+// A map scan slice is sized by the time per position the previous slices
+// took, as a generation slice is, but its floor is lower: keys whose values
+// reach large structures of their own would otherwise make each slice last
+// many times its target.
+TEST_F(MapGenerations, AMapScanOverCostlyEntriesGoesInSmallSlices) {
+    add_entries(100);
+    set_map_scan_due(true);
+    uint64_t scans = collector_state().map_scans.scans;
+    gc_pass(0);  // a second per position: the floor wins
+    ASSERT_TRUE(auto_collect_state().map_scan.active);
+    EXPECT_EQ(auto_collect_state().map_scan.cursor.visited, static_cast<size_t>(kMapScanMinPositions));
+    int slices = 1;
+    while (auto_collect_state().map_scan.active) {
+        auto_collect_state().map_scan.next_slice = {};  // no wait between slices here
+        gc_pass(0);
+        slices++;
+    }
+    EXPECT_EQ(slices, (100 + kMapScanMinPositions - 1) / kMapScanMinPositions);
     EXPECT_EQ(collector_state().map_scans.scans, scans + 1);
 }
 
