@@ -163,8 +163,11 @@ private:
         return nullptr;
     }
 
-    // The type's address, as a reach node keeps it: its lowest bits are
-    // alignment, and two types a process holds differ in the 32 above them.
+    // The type's address, as a reach node keeps it: the 32 bits above its
+    // alignment. Like the full type a structure keeps, it only tells most
+    // objects that took a recorded node's address from it: an address taken
+    // by another object is one of the heap changes the records are
+    // forgotten for (above).
     static uint32_t type_bits(PyTypeObject *type) {
         return static_cast<uint32_t>(reinterpret_cast<uintptr_t>(type) >> 4);
     }
