@@ -71,9 +71,16 @@ void LiveStructures::remove(PyObject *op) {
 }
 
 bool LiveStructures::grow_reach() {
-    size_t capacity = reach_.size() != 0 ? 2 * reach_.size() : 1024;
-    if (capacity > 2 * kMaxReachNodes) {
+    size_t kept = 0;  // forgotten nodes go
+    for (size_t i = 0; i < reach_.size(); i++) {
+        kept += reach_[i].op != nullptr && reach_[i].back_references != kForgotten;
+    }
+    if (kept + 1 > kMaxReachNodes) {
         return false;
+    }
+    size_t capacity = 1024;  // a quarter full at most, so that it can take as many again
+    while (capacity < 4 * (kept + 1) && capacity < 2 * kMaxReachNodes) {
+        capacity *= 2;
     }
     PodArray<ReachNode> old;
     old.swap(reach_);
@@ -98,14 +105,19 @@ bool LiveStructures::grow_reach() {
 }
 
 void LiveStructures::add_reach_node(PyObject *op, PyTypeObject *type, uint32_t back_references) {
-    if (2 * (reach_count_ + 1) > reach_.size() && !grow_reach()) {
+    // Full, or out of memory: a node kept already is still updated.
+    bool room = 2 * (reach_count_ + 1) <= reach_.size() || grow_reach();
+    if (reach_.size() == 0) {
         return;
     }
     for (size_t i = reach_slot(op);; i = (i + 1) & reach_mask_) {
         ReachNode &slot = reach_[i];
-        if (slot.op == op || slot.op == nullptr) {
+        if (slot.op == op || (slot.op == nullptr && room)) {
             reach_count_ += slot.op == nullptr;
             slot = ReachNode{op, type_bits(type), back_references};
+            return;
+        }
+        if (slot.op == nullptr) {
             return;
         }
     }

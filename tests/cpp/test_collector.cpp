@@ -17,6 +17,7 @@
 #include "heap_graph.h"
 #include "holder.h"
 #include "lifecycle.h"
+#include "live_structures.h"
 #include "registry.h"
 
 namespace py = pybind11;
@@ -943,6 +944,39 @@ TEST_F(Collector, AutomaticCollectionCanBeSwitchedOffAndOn) {
     gc_collect();  // a young pass from gc.callbacks finds it
     EXPECT_EQ(registry_get()->holders.size(), 0u);
     ASSERT_EQ(auto_collect_set(false), 0);
+}
+
+// The nodes of recorded reaches: a table by address that a pass consults
+// for every node it adds. It keeps at most kMaxReachNodes; once full it
+// takes no new node but still updates the ones it keeps, and a forgotten
+// node leaves room when the table is rebuilt.
+TEST(LiveStructuresReach, KeepsAtMostItsLimitAndUpdatesWhatItKeepsWhenFull) {
+    LiveStructures records;
+    py::list objects;
+    const size_t limit = LiveStructures::kMaxReachNodes;
+    for (size_t i = 0; i < limit + 1; i++) {
+        objects.append(py::list());
+    }
+    auto at = [&](size_t i) { return objects[i].ptr(); };
+    for (size_t i = 0; i < limit; i++) {
+        records.add_reach_node(at(i), Py_TYPE(at(i)), 1);
+    }
+    EXPECT_TRUE(records.recorded(at(0)));
+    EXPECT_TRUE(records.recorded(at(limit - 1)));
+    EXPECT_FALSE(records.still_live(at(0), 1)) << "one unexplained reference, one from its reach";
+    EXPECT_TRUE(records.still_live(at(0), 2));
+    records.add_reach_node(at(limit), Py_TYPE(at(limit)), 1);
+    EXPECT_FALSE(records.recorded(at(limit))) << "full: no new node";
+    records.add_reach_node(at(0), Py_TYPE(at(0)), 5);
+    EXPECT_FALSE(records.still_live(at(0), 5)) << "full, but a kept node is updated";
+    records.forget(at(1));
+    EXPECT_FALSE(records.recorded(at(1)));
+    records.add_reach_node(at(limit), Py_TYPE(at(limit)), 1);
+    EXPECT_TRUE(records.recorded(at(limit))) << "the forgotten node's room";
+    EXPECT_TRUE(records.recorded(at(2)));
+    records.clear();
+    EXPECT_TRUE(records.empty());
+    EXPECT_FALSE(records.recorded(at(2)));
 }
 
 }  // namespace
