@@ -439,8 +439,11 @@ bool explore_and_count(Pass &pass, const std::vector<Holder *> &holders, size_t 
         for (; looked_at < pass.deferred.size(); looked_at++) {
             expanded |= settle_deferred(pass, pass.deferred[looked_at]);
         }
-        for (size_t i = 0; i < pass.recheck.size(); i++) {
-            expanded |= settle_deferred(pass, pass.recheck[i]);
+        // The nodes whose counts fell, or every deferred node when that is
+        // fewer (edges into a deferred class from each of its instances).
+        const PodArray<uint32_t> &again = pass.recheck.size() < pass.deferred.size() ? pass.recheck : pass.deferred;
+        for (size_t i = 0; i < again.size(); i++) {
+            expanded |= settle_deferred(pass, again[i]);
         }
         pass.recheck.clear();
         if (!expanded) {

@@ -41,6 +41,9 @@ void LiveStructures::begin_pass() {
 }
 
 void LiveStructures::explain_reference(PyObject *target, PyObject *source) {
+    if (!(filter_ & bit(target))) {
+        return;  // a reach node, as most deferred nodes are: it keeps no referrers
+    }
     for (size_t i = 0; i < count_; i++) {
         LiveStructure &s = items_[i];
         if (s.op != target) {
