@@ -15,6 +15,7 @@
 #include "map_seeds.h"
 #include "module_dicts.h"
 #include "registry.h"
+#include "system_memory.h"
 
 #include <algorithm>
 #include <chrono>
@@ -112,6 +113,7 @@ Py_ssize_t run_pass(PassKind kind, MapSeeds maps, size_t first, size_t end, size
 
     Pass &pass = state.scratch->pass;
     pass.reset(node_budget);
+    system_memory::HugePages huge_pages(kind == PassKind::kAll);  // system_memory.h says why
     state.scratch->live_structures.begin_pass();
     // About one node in the address index per seed holder: its function
     // (holder, entry and a private product are merged into the code's node,

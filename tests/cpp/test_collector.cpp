@@ -4,6 +4,10 @@
 // algorithm's accounting: the virtual edge, pruning, the budget, reentrancy.
 #include <gtest/gtest.h>
 #include <chrono>
+#include <cstdio>
+#include <unistd.h>
+#include <fstream>
+#include <string>
 #include <set>
 #include <pybind11/embed.h>
 
@@ -19,6 +23,7 @@
 #include "lifecycle.h"
 #include "live_structures.h"
 #include "registry.h"
+#include "system_memory.h"
 
 namespace py = pybind11;
 using namespace coextra::detail;
@@ -977,6 +982,51 @@ TEST(LiveStructuresReach, KeepsAtMostItsLimitAndUpdatesWhatItKeepsWhenFull) {
     records.clear();
     EXPECT_TRUE(records.empty());
     EXPECT_FALSE(records.recorded(at(2)));
+}
+
+// The VmFlags of the mapping that holds `address` (/proc/self/smaps), or ""
+// when none does.
+std::string mapping_flags(const void *address) {
+    std::ifstream smaps("/proc/self/smaps");
+    auto at = reinterpret_cast<uintptr_t>(address);
+    bool inside = false;
+    for (std::string line; std::getline(smaps, line);) {
+        unsigned long low = 0, high = 0;
+        if (std::sscanf(line.c_str(), "%lx-%lx ", &low, &high) == 2 && line.find('-') < line.find(' ')) {
+            inside = low <= at && at < high;
+        } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+            return line;
+        }
+    }
+    return "";
+}
+
+// A pass over everything asks for transparent huge pages for its large
+// arrays (system_memory.h); automatic passes, sliced to keep pauses short,
+// and anything outside a HugePages scope do not.
+TEST(SystemMemory, LargeBlocksAskForHugePagesOnlyInsideAHugePagesScope) {
+    if (system_memory::kDirectBytes == SIZE_MAX || access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK) != 0) {
+        GTEST_SKIP() << "large blocks come from malloc (sanitizer build), or the kernel has no THP";
+    }
+    constexpr size_t kBytes = 4 * system_memory::kHugeBytes;
+    PodArray<char> plain, huge, grown;
+    ASSERT_TRUE(plain.assign_zeroed(kBytes));
+    {
+        system_memory::HugePages scope(true);
+        ASSERT_TRUE(huge.assign_zeroed(kBytes));
+        ASSERT_TRUE(grown.assign_zeroed(system_memory::kDirectBytes));  // mapped below kHugeBytes: no advice
+        EXPECT_EQ(mapping_flags(&grown[0]).find(" hg"), std::string::npos);
+        ASSERT_TRUE(grown.assign_zeroed(kBytes));  // grown past it in the scope (mremap)
+        {
+            system_memory::HugePages off(false);
+            EXPECT_FALSE(system_memory::huge_pages_wanted) << "a scope off inside one on";
+        }
+        EXPECT_TRUE(system_memory::huge_pages_wanted) << "the outer scope is back";
+    }
+    EXPECT_FALSE(system_memory::huge_pages_wanted);
+    EXPECT_EQ(mapping_flags(&plain[0]).find(" hg"), std::string::npos) << mapping_flags(&plain[0]);
+    EXPECT_NE(mapping_flags(&huge[0]).find(" hg"), std::string::npos) << mapping_flags(&huge[0]);
+    EXPECT_NE(mapping_flags(&grown[0]).find(" hg"), std::string::npos) << mapping_flags(&grown[0]);
 }
 
 }  // namespace
