@@ -133,14 +133,43 @@ int ephemeron_delete(EphemeronMap *map, PyObject *key);
 // A new, empty map, or NULL with an exception.
 EphemeronMap *ephemeron_new();
 
+// Whether `value` reaches nothing the collector follows: it is neither a GC
+// object nor a code object (a str, an int, None), or it is an exact tuple of
+// at most kAtomicTupleItems such values, tuples nested at most
+// kAtomicTupleDepth deep (the outermost counts). CPython's GC stops tracking
+// a tuple of atoms by the same reasoning, but takes code objects (not GC
+// objects) for atoms; the collector follows them, so a tuple holding one
+// reaches something. Larger or deeper tuples are taken as reaching
+// something: the check is made for every entry a pass walks, and stays a
+// few loads.
+constexpr Py_ssize_t kAtomicTupleItems = 16;
+constexpr int kAtomicTupleDepth = 2;
+inline bool ephemeron_value_reaches_nothing(PyObject *value, int depth = kAtomicTupleDepth) {
+    if (PyCode_Check(value)) {
+        return false;
+    }
+    if (!compat::is_gc_object(value)) {
+        return true;
+    }
+    if (!PyTuple_CheckExact(value) || depth == 0 || PyTuple_GET_SIZE(value) > kAtomicTupleItems) {
+        return false;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(value); i++) {
+        PyObject *item = PyTuple_GET_ITEM(value, i);
+        if (item != nullptr && !ephemeron_value_reaches_nothing(item, depth - 1)) {
+            return false;
+        }
+    }
+    return true;
+}
+
 // The key of the entry at `position` of m's table (EntryTable::at), for the
 // collector's seeding: borrowed, valid while no code runs; NULL for a hole,
-// an entry the GC cleared, a dying key, or an entry whose value references
-// nothing the collector follows (neither a GC object nor a code object: a
-// str, an int, None). Such an entry never keeps its key alive, so seeding
-// it decides nothing: its key lives or dies by its other referrers, which
-// their own seeds reach, and the key's death removes the entry. False past
-// the end. Seeding walks the positions in order, which is memory order: the
+// an entry the GC cleared, a dying key, or an entry whose value reaches
+// nothing the collector follows (ephemeron_value_reaches_nothing). Such an
+// entry never keeps its key alive, so seeding it decides nothing: its key
+// lives or dies by its other referrers, which their own seeds reach, and the
+// key's death removes the entry. False past the end. Seeding walks the positions in order, which is memory order: the
 // entry a few positions ahead is prefetched, and so are its key and value.
 inline bool ephemeron_position_key(const EphemeronMap *m, size_t position, PyObject **key) {
     constexpr size_t kPrefetch = 8;
@@ -156,8 +185,8 @@ inline bool ephemeron_position_key(const EphemeronMap *m, size_t position, PyObj
     }
     EphemeronEntry *e = t.at(position);
     PyObject *value = e != nullptr ? e->value : nullptr;
-    bool follows = value != nullptr && (compat::is_gc_object(value) || PyCode_Check(value));
-    *key = follows ? ephemeron_entry_key(e) : nullptr;
+    bool seeded = value != nullptr && !ephemeron_value_reaches_nothing(value);
+    *key = seeded ? ephemeron_entry_key(e) : nullptr;
     return true;
 }
 

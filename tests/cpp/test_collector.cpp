@@ -783,18 +783,55 @@ TEST_F(MapGenerations, AMapFilledFasterThanPassesComeIsExaminedOnceYoungAndOnceM
     EXPECT_FALSE(ephemeron_generations_pending()) << "the survivors aged, then became old";
 }
 
-// An entry whose value references nothing the collector follows cannot keep
-// its key alive: no pass seeds it, and its key's death removes it.
-TEST_F(MapGenerations, AnEntryWhoseValueReferencesNothingIsNeverSeeded) {
+// An entry whose value reaches nothing the collector follows cannot keep its
+// key alive: no pass seeds it, and its key's death removes it. Atoms reach
+// nothing, and so do small exact tuples of atoms; a code object, any other GC
+// object, and a tuple holding one reach something, as does a tuple too large
+// or nested too deep to be looked through.
+TEST_F(MapGenerations, AnEntryWhoseValueReachesNothingIsNeverSeeded) {
     py::object key = py::set();  // weakly referenceable, in no cycle: dies by its count
-    ASSERT_EQ(ephemeron_set(m(), key.ptr(), py::int_(7).ptr()), 0);
-    PyObject *seed = nullptr;
-    ASSERT_TRUE(ephemeron_position_key(m(), 0, &seed));
-    EXPECT_EQ(seed, nullptr) << "an int value";
-    ASSERT_EQ(ephemeron_set(m(), key.ptr(), py::make_tuple(key).ptr()), 0);
-    ASSERT_TRUE(ephemeron_position_key(m(), 0, &seed));
-    EXPECT_EQ(seed, key.ptr()) << "a tuple that references the key";
-    ASSERT_EQ(ephemeron_set(m(), key.ptr(), py::str("value").ptr()), 0);
+    py::object code = py::reinterpret_steal<py::object>(Py_CompileString("0", "<value>", Py_eval_input));
+    ASSERT_TRUE(code);
+    {  // the values go before the key dies: one of them references it
+        auto atoms = [](int count) {
+            py::list items;
+            for (int i = 0; i < count; i++) {
+                items.append(i);
+            }
+            return py::tuple(items);
+        };
+        const std::vector<std::pair<const char *, py::object>> unseeded = {
+            {"an int", py::int_(7)},
+            {"a str", py::str("value")},
+            {"None", py::none()},
+            {"a tuple of atoms", py::make_tuple("value", 1, py::none())},
+            {"the empty tuple", py::tuple()},
+            {"tuples of atoms in a tuple", py::make_tuple(py::make_tuple(1, "a"), 2)},
+            {"the largest tuple looked through", atoms(static_cast<int>(kAtomicTupleItems))},
+        };
+        const std::vector<std::pair<const char *, py::object>> seeded = {
+            {"a tuple that references the key", py::make_tuple(key)},
+            {"a code object", code},
+            {"a tuple holding a code object", py::make_tuple(1, code)},
+            {"a list of atoms", py::list(py::make_tuple(1, 2))},
+            {"a tuple holding a list", py::make_tuple("value", py::list())},
+            {"a tuple one item larger", atoms(static_cast<int>(kAtomicTupleItems) + 1)},
+            {"atoms nested too deep", py::make_tuple(py::make_tuple(py::make_tuple(1)))},
+        };
+        for (const auto &[what, value] : unseeded) {
+            ASSERT_EQ(ephemeron_set(m(), key.ptr(), value.ptr()), 0);
+            PyObject *seed = key.ptr();
+            ASSERT_TRUE(ephemeron_position_key(m(), 0, &seed));
+            EXPECT_EQ(seed, nullptr) << what;
+        }
+        for (const auto &[what, value] : seeded) {
+            ASSERT_EQ(ephemeron_set(m(), key.ptr(), value.ptr()), 0);
+            PyObject *seed = nullptr;
+            ASSERT_TRUE(ephemeron_position_key(m(), 0, &seed));
+            EXPECT_EQ(seed, key.ptr()) << what;
+        }
+    }
+    ASSERT_EQ(ephemeron_set(m(), key.ptr(), py::make_tuple("value").ptr()), 0);
     key = py::object();
     EXPECT_EQ(m()->table.size(), 0u) << "the key died: its callback removed the entry";
 }

@@ -751,6 +751,14 @@ def shape_code_object_key(m, m2, i):
     return [f.__code__], f, 1
 
 
+def shape_code_object_key_in_a_tuple_value(m, m2, i):
+    """A tuple of atoms reaches nothing the collector follows; one that holds a
+    code object does."""
+    f = make_function(f"def f{i}(x):\n    return x + {i}\n", f"f{i}")
+    m[f.__code__] = ("code", f.__code__)
+    return [f.__code__], f, 1
+
+
 def shape_entries_referencing_each_others_keys(m, m2, i):
     a, b = Key(), Key()
     m[a] = [b]
@@ -780,6 +788,15 @@ def shape_cycle_through_a_code_cache(m, m2, i):
     coextra.attach(f, [k])
     m[k] = [f]
     return [k, f.__code__], k, 2  # one entry and one holder
+
+
+def shape_cycle_through_a_code_cache_from_a_tuple_value(m, m2, i):
+    """key -> its entry -> (code,) -> code -> holder -> product -> key."""
+    f = make_function(f"def f{i}(x):\n    return x + {i}\n", f"f{i}")
+    k = Key()
+    coextra.attach(f, [k])
+    m[k] = (f.__code__,)
+    return [k, f.__code__], k, 2
 
 
 SHAPES = [value for name, value in sorted(globals().items()) if name.startswith("shape_")]
