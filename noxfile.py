@@ -320,7 +320,7 @@ def bench(session: nox.Session) -> None:
                    f"--benchmark_out={results / (binary.name + '.json')}", "--benchmark_out_format=json")
     try:
         session.run(python(version), str(ROOT / "scripts" / "bench_summary.py"), str(results),
-                    "--python", version, "--markdown-copy", str(ROOT / "docs" / "benchmarks.md"),
+                    "--markdown-copy", str(ROOT / "docs" / "benchmarks.md"),
                     "--readme", str(ROOT / "README.md"), external=True)
     except nox.command.CommandFailed:
         failed.append("scripts/bench_summary.py")
