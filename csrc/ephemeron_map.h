@@ -169,8 +169,9 @@ inline bool ephemeron_value_reaches_nothing(PyObject *value, int depth = kAtomic
 // nothing the collector follows (ephemeron_value_reaches_nothing). Such an
 // entry never keeps its key alive, so seeding it decides nothing: its key
 // lives or dies by its other referrers, which their own seeds reach, and the
-// key's death removes the entry. False past the end. Seeding walks the positions in order, which is memory order: the
-// entry a few positions ahead is prefetched, and so are its key and value.
+// key's death removes the entry. False past the end. Seeding walks the
+// positions in order, which is memory order: the entry a few positions ahead
+// is prefetched, and so are its key and value.
 inline bool ephemeron_position_key(const EphemeronMap *m, size_t position, PyObject **key) {
     constexpr size_t kPrefetch = 8;
     const EntryTable &t = m->table;
