@@ -1,5 +1,6 @@
 // address_index.h -- AddressIndex: the heap graph's index from an object's
-// address to its node, an open-addressing hash table hashed by page.
+// address to its node, an open-addressing hash table hashed by page
+// (page_local_hash.h).
 //
 // Owned by its HeapGraph (heap_graph.h), which holds the nodes: the index
 // stores node numbers only and reads the graph's node array, which its
@@ -10,6 +11,7 @@
 
 #include "compat.h"
 #include "graph_node.h"
+#include "page_local_hash.h"
 #include "pod_array.h"
 
 #include <cstddef>
@@ -100,18 +102,7 @@ private:
         return static_cast<uint32_t>(reinterpret_cast<uintptr_t>(op) >> 4);
     }
 
-    // Page-local hashing: the 4 KiB page an object lives on picks a random
-    // run of 256 slots (Fibonacci hashing of the page number), and its place
-    // on the page (objects are 16-byte aligned) its slot in that run. A pass
-    // meets objects roughly in the order they were allocated, so its lookups
-    // stay within a few pages of the index instead of one random page each,
-    // which matters once the index outgrows the caches and the TLB. Linear
-    // probing absorbs the runs of different pages that overlap.
-    size_t slot_of(PyObject *op) const {
-        uintptr_t address = reinterpret_cast<uintptr_t>(op);
-        uint64_t page = (address >> 12) * 0x9E3779B97F4A7C15ull;
-        return (static_cast<size_t>(page >> shift_) + ((address >> 4) & 255)) & mask_;
-    }
+    size_t slot_of(PyObject *op) const { return page_local_slot(reinterpret_cast<uintptr_t>(op), shift_, mask_); }
 
     bool grow(const PodArray<GraphNode> &nodes) {
         size_t capacity = slots_.size() ? slots_.size() * 2 : 256;

@@ -2,18 +2,13 @@
 #include "ephemeron_table.h"
 
 #include "ephemeron_entry.h"
+#include "page_local_hash.h"
 
 namespace coextra::detail {
 
 namespace {
 
 constexpr size_t kMinIndexSlots = 8;
-
-// Fibonacci hashing: addresses differ in their middle bits; the top bits of
-// the product mix them all.
-inline size_t hash_slot(uintptr_t key_address, unsigned shift) {
-    return static_cast<size_t>((static_cast<uint64_t>(key_address >> 4) * 0x9E3779B97F4A7C15ull) >> shift);
-}
 
 // Whether `e` (from the index) is the entry of the key at `key_address`.
 // The weak reference, not a remembered address: an address alone could name
@@ -25,7 +20,7 @@ inline bool is_entry_of(const EphemeronEntry *e, uintptr_t key_address) {
 }  // namespace
 
 size_t EntryTable::slot_of(uintptr_t key_address) const {
-    return index_shift_ < 64 ? hash_slot(key_address, index_shift_) : 0;
+    return index_shift_ < 64 ? page_local_slot(key_address, index_shift_, index_mask_) : 0;
 }
 
 // The invariants, as gc.c's validate_list checks its lists: only in builds
@@ -178,7 +173,7 @@ int EntryTable::rebuild_index(size_t index_slots) {
         // found, so it needs no slot: its key's address is gone anyway.
         PyObject *key = e->ref.wr_object;
         if (key != Py_None) {
-            size_t i = hash_slot(reinterpret_cast<uintptr_t>(key), shift);
+            size_t i = page_local_slot(reinterpret_cast<uintptr_t>(key), shift, mask);
             while (index[i] != kEmpty) {
                 i = (i + 1) & mask;
             }

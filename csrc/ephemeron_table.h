@@ -3,7 +3,8 @@
 //
 // Laid out as CPython's dict: the entries in insertion order in a dense
 // array (a hole where one left), and a compact hash index of 32-bit
-// positions into it (open addressing on the key's address, linear probing).
+// positions into it (open addressing on the key's address, hashed by page:
+// page_local_hash.h; linear probing).
 // Walking the entries (iteration, the collector's seeding, clear) reads
 // memory in order -- entries, and usually their keys, were allocated in
 // that order too -- and the index a lookup probes at random is four bytes a

@@ -22,6 +22,7 @@
 #include "holder.h"
 #include "lifecycle.h"
 #include "live_structures.h"
+#include "page_local_hash.h"
 #include "registry.h"
 #include "system_memory.h"
 
@@ -1036,6 +1037,47 @@ std::string mapping_flags(const void *address) {
         }
     }
     return "";
+}
+
+// Page-local hashing (page_local_hash.h), which the collector's address
+// index and every EphemeronMap's index use. A table of 2^20 slots.
+constexpr unsigned kTableShift = 64 - 20;
+constexpr size_t kTableMask = (size_t{1} << 20) - 1;
+
+// The objects of one page take consecutive slots, 16 bytes a slot: filling
+// or probing the table in allocation order stays on a few cache lines.
+TEST(PageLocalHash, TheObjectsOfOnePageTakeConsecutiveSlots) {
+    for (uintptr_t page : {uintptr_t{0x7f3a12345000}, uintptr_t{0x55d0c0de0000}, uintptr_t{0x1000}}) {
+        size_t first = page_local_slot(page, kTableShift, kTableMask);
+        for (uintptr_t offset = 0; offset < 4096; offset += 16) {
+            EXPECT_EQ(page_local_slot(page + offset, kTableShift, kTableMask), (first + offset / 16) & kTableMask)
+                << std::hex << page + offset;
+        }
+    }
+}
+
+// And the pages spread over the table: objects laid out in a row, at the
+// strides of small objects and of page-sized ones, take short probes under
+// linear probing at the load EntryTable grows at (two thirds).
+TEST(PageLocalHash, ObjectsInARowTakeShortLinearProbes) {
+    constexpr size_t kObjects = (kTableMask + 1) * 2 / 3;
+    for (uintptr_t stride : {48, 64, 96, 256, 4096, 3 * 4096, 64 * 4096}) {
+        std::vector<bool> taken(kTableMask + 1);
+        size_t probes = 0;
+        size_t longest = 0;
+        for (size_t n = 0; n < kObjects; n++) {
+            size_t i = page_local_slot(0x7f0000000000 + n * stride, kTableShift, kTableMask);
+            size_t probe = 1;
+            for (; taken[i]; i = (i + 1) & kTableMask) {
+                probe++;
+            }
+            taken[i] = true;
+            probes += probe;
+            longest = std::max(longest, probe);
+        }
+        EXPECT_LT(static_cast<double>(probes) / kObjects, 4.0) << "stride " << stride;
+        EXPECT_LT(longest, 1000u) << "stride " << stride;
+    }
 }
 
 // A pass over everything asks for transparent huge pages for its large
