@@ -1022,23 +1022,6 @@ TEST(LiveStructuresReach, KeepsAtMostItsLimitAndUpdatesWhatItKeepsWhenFull) {
     EXPECT_FALSE(records.recorded(at(2)));
 }
 
-// The VmFlags of the mapping that holds `address` (/proc/self/smaps), or ""
-// when none does.
-std::string mapping_flags(const void *address) {
-    std::ifstream smaps("/proc/self/smaps");
-    auto at = reinterpret_cast<uintptr_t>(address);
-    bool inside = false;
-    for (std::string line; std::getline(smaps, line);) {
-        unsigned long low = 0, high = 0;
-        if (std::sscanf(line.c_str(), "%lx-%lx ", &low, &high) == 2 && line.find('-') < line.find(' ')) {
-            inside = low <= at && at < high;
-        } else if (inside && line.rfind("VmFlags:", 0) == 0) {
-            return line;
-        }
-    }
-    return "";
-}
-
 // Page-local hashing (page_local_hash.h), which the collector's address
 // index and every EphemeronMap's index use. A table of 2^20 slots.
 constexpr unsigned kTableShift = 64 - 20;
@@ -1078,6 +1061,23 @@ TEST(PageLocalHash, ObjectsInARowTakeShortLinearProbes) {
         EXPECT_LT(static_cast<double>(probes) / kObjects, 4.0) << "stride " << stride;
         EXPECT_LT(longest, 1000u) << "stride " << stride;
     }
+}
+
+// The VmFlags of the mapping that holds `address` (/proc/self/smaps), or ""
+// when none does.
+std::string mapping_flags(const void *address) {
+    std::ifstream smaps("/proc/self/smaps");
+    auto at = reinterpret_cast<uintptr_t>(address);
+    bool inside = false;
+    for (std::string line; std::getline(smaps, line);) {
+        unsigned long low = 0, high = 0;
+        if (std::sscanf(line.c_str(), "%lx-%lx ", &low, &high) == 2 && line.find('-') < line.find(' ')) {
+            inside = low <= at && at < high;
+        } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+            return line;
+        }
+    }
+    return "";
 }
 
 // A pass over everything asks for transparent huge pages for its large
