@@ -233,12 +233,18 @@ void EntryTable::insert(EphemeronEntry *entry) {
     entry->position = position;
     size_++;
     insertions_++;
+    // The first slot on the probe that is empty or stale: one naming this
+    // position or one past it is stale (a trimmed tail had it; a live slot
+    // names an entry below the old end). Taking it, not the empty slot
+    // further on, lets a map emptied from the end (del of every key, popitem)
+    // refill without probing past the slots its old keys left, nor filling
+    // the index towards a rebuild.
     size_t i = slot_of(reinterpret_cast<uintptr_t>(entry->ref.wr_object));
-    while (index_[i] != kEmpty) {
+    while (index_[i] < position) {  // kEmpty is past every position
         i = (i + 1) & index_mask_;
     }
+    index_filled_ += index_[i] == kEmpty;
     index_[i] = static_cast<uint32_t>(position);
-    index_filled_++;
     validate_inserted(entry);
 }
 

@@ -11,7 +11,9 @@
 // slot. An entry knows its position, so removing it (its key's callback)
 // needs no probe; its index slot stays, pointing at a hole or, once the
 // position is reused, at an entry of another key, until the index is next
-// rebuilt: probes pass over both.
+// rebuilt: probes pass over both. A slot naming a position past the end
+// (trimmed off) is known stale without reading the entries: an insert
+// takes it.
 //
 // The map looks most keys up on their own list of weak references instead
 // (ephemeron_find_entry); the index serves keys whose list is long or out of
@@ -59,6 +61,9 @@ public:
     // How many entries were ever inserted: unchanged, no entry came.
     uint64_t insertions() const { return insertions_; }
     size_t end() const { return used_; }
+    // Index slots not empty: those naming an entry, and stale ones until the
+    // index is next rebuilt.
+    size_t index_slots_in_use() const { return index_filled_; }
     EphemeronEntry *at(size_t position) const { return entries_[position]; }
 
     // Empties the table and hands over its entries: the array (PyMem; NULL

@@ -837,6 +837,31 @@ TEST_F(MapGenerations, AnEntryWhoseValueReachesNothingIsNeverSeeded) {
     EXPECT_EQ(m()->table.size(), 0u) << "the key died: its callback removed the entry";
 }
 
+// Emptied from the end (every key deleted, or popitem) and filled again, a
+// table takes for each insert a slot its old keys left, stale since
+// (EntryTable::insert): refilling the same keys puts each in the slot it
+// had, so the index neither fills up with stale slots towards a rebuild nor
+// makes a probe pass over them.
+TEST_F(MapGenerations, RefillingAnEmptiedTableTakesTheSlotsItsKeysLeft) {
+    add_entries(1000);
+    const EntryTable &t = m()->table;
+    size_t in_use = t.index_slots_in_use();
+    for (int round = 0; round < 3; round++) {
+        for (const py::object &key : keys) {
+            ASSERT_EQ(ephemeron_delete(m(), key.ptr()), 1);
+        }
+        ASSERT_EQ(t.end(), 0u) << "emptied from the end: no position left";
+        for (const py::object &key : keys) {
+            ASSERT_EQ(ephemeron_set(m(), key.ptr(), Py_None), 0);
+            ASSERT_LE(t.index_slots_in_use(), in_use) << "round " << round << ", at " << t.end();
+        }
+        EXPECT_EQ(t.index_slots_in_use(), in_use) << "round " << round;
+    }
+    for (const py::object &key : keys) {
+        EXPECT_NE(ephemeron_find_entry(m(), key.ptr()), nullptr);
+    }
+}
+
 // A map scan goes in slices of table positions. Between slices, entries
 // leave and others come, so the table squeezes its holes out now and then,
 // moving entries down under the cursor: the scan goes on at the same share
