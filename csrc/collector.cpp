@@ -85,8 +85,8 @@ bool propagate_liveness(HeapGraph &g, PodArray<uint32_t> &stack) {
 }
 
 // One pass seeded with the codes of registry->holders[first, end) and the
-// ephemeron keys `maps` says -- or, for a slice of a map scan (`scan` not
-// NULL), with the keys of the next `scan_positions` table positions from *scan on
+// ephemeron entries `maps` says -- or, for a slice of a map scan (`scan` not
+// NULL), with the entries of the next `scan_positions` table positions from *scan on
 // (which it advances) -- then the generations aged as `kind` says. -1 with
 // an exception.
 Py_ssize_t run_pass(PassKind kind, MapSeeds maps, size_t first, size_t end, size_t node_budget,

@@ -101,7 +101,7 @@ enum class Scratch { kRelease, kReleaseLarge, kKeep };
 
 // The passes of automatic collection (auto_collect.h), each returning what
 // collector_collect_all returns; the generations stay as they are:
-//   - over registry->holders[first, end) (clamped), and the keys of the
+//   - over registry->holders[first, end) (clamped), and the entries of the
 //     next `positions` map positions from *maps on (which it advances; none
 //     when NULL), adding at most `node_budget` nodes;
 //   - over the newest of the holders attached since the previous pass (at
@@ -112,7 +112,7 @@ Py_ssize_t collector_collect_slice(size_t first, size_t end, Py_ssize_t node_bud
                                    size_t positions, Scratch scratch);
 Py_ssize_t collector_collect_young(Py_ssize_t max_seeds, Py_ssize_t node_budget);
 
-// One slice of a map scan: a pass seeded with the keys of the next
+// One slice of a map scan: a pass seeded with the entries of the next
 // `positions` table positions from *cursor on, which it advances. What
 // collector_collect_all returns. The scan is over when
 // collector_map_scan_done(*cursor); the caller then records it

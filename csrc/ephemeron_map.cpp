@@ -18,7 +18,7 @@ namespace {
 // through ephemeron_map.h's functions.
 struct EphemeronState {
     // Every live map, borrowed: a map removes itself when it is freed. The
-    // collector seeds passes with the keys of their entries.
+    // collector seeds passes with their entries.
     std::vector<EphemeronMap *> maps;
     size_t entries = 0;        // in the tables of all maps
     uint64_t added_total = 0;  // entries ever added

@@ -60,7 +60,7 @@ struct EphemeronMap {
 extern PyTypeObject EphemeronMapType;
 
 // Every live map, borrowed (a map removes itself when it is freed): the
-// collector seeds passes with the keys of their entries.
+// collector seeds passes with their entries.
 const std::vector<EphemeronMap *> &ephemeron_maps();
 // Entries in the tables of all maps.
 size_t ephemeron_entry_count();
@@ -163,16 +163,25 @@ inline bool ephemeron_value_reaches_nothing(PyObject *value, int depth = kAtomic
     return true;
 }
 
-// The key of the entry at `position` of m's table (EntryTable::at), for the
-// collector's seeding: borrowed, valid while no code runs; NULL for a hole,
-// an entry the GC cleared, a dying key, or an entry whose value reaches
-// nothing the collector follows (ephemeron_value_reaches_nothing). Such an
-// entry never keeps its key alive, so seeding it decides nothing: its key
-// lives or dies by its other referrers, which their own seeds reach, and the
-// key's death removes the entry. False past the end. Seeding walks the
-// positions in order, which is memory order: the entry a few positions ahead
-// is prefetched, and so are its key and value.
-inline bool ephemeron_position_key(const EphemeronMap *m, size_t position, PyObject **key) {
+// What the collector seeds for the entry at `position` of m's table
+// (EntryTable::at): borrowed, valid while no code runs. NULL for a hole, an
+// entry the GC cleared, a dying key, or an entry whose value reaches nothing
+// the collector follows (ephemeron_value_reaches_nothing): such an entry
+// never keeps its key alive, so seeding it decides nothing -- its key lives
+// or dies by its other referrers, which their own seeds reach, and the key's
+// death removes the entry. Else the entry's key; or, with `shared_values`
+// (automatic passes), its value when something besides the entry references
+// it. A key then becomes a node only when a seed's exploration reaches it,
+// and a value that many entries share is explored once for all of them
+// instead of through each key. That finds every key reachable only through
+// values: to be, it must be reached from one. What it no longer finds at
+// once is a key whose only referrers lie in a cycle through the key itself
+// but through no value; CPython's GC frees that cycle in the collection the
+// pass runs in (the entry holds the value, not the key), and the key's
+// death removes its entry. False past the end. Seeding walks the positions
+// in order, which is memory order: the entry a few positions ahead is
+// prefetched, and so are its key and value.
+inline bool ephemeron_position_seed(const EphemeronMap *m, size_t position, bool shared_values, PyObject **seed) {
     constexpr size_t kPrefetch = 8;
     const EntryTable &t = m->table;
     if (position >= t.end()) {
@@ -181,13 +190,16 @@ inline bool ephemeron_position_key(const EphemeronMap *m, size_t position, PyObj
     if (position + kPrefetch < t.end()) {
         if (const EphemeronEntry *ahead = t.at(position + kPrefetch)) {
             __builtin_prefetch(ahead->ref.wr_object);
-            __builtin_prefetch(ahead->value);  // its type decides whether the key is seeded
+            __builtin_prefetch(ahead->value);  // its type decides whether the entry is seeded
         }
     }
     EphemeronEntry *e = t.at(position);
     PyObject *value = e != nullptr ? e->value : nullptr;
-    bool seeded = value != nullptr && !ephemeron_value_reaches_nothing(value);
-    *key = seeded ? ephemeron_entry_key(e) : nullptr;
+    *seed = nullptr;
+    if (value != nullptr && !ephemeron_value_reaches_nothing(value)) {
+        PyObject *key = ephemeron_entry_key(e);
+        *seed = key != nullptr && shared_values && Py_REFCNT(value) > 1 ? value : key;
+    }
     return true;
 }
 

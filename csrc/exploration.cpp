@@ -228,11 +228,12 @@ bool add_seeds(Pass &pass, const std::vector<Holder *> &holders, size_t *next_se
     return true;
 }
 
-// The key to seed for `slot` (ephemeron_position_key: NULL when there is
-// none): position `slot` of m's table (kAll), or the slot-th of the
-// positions the generation pass in progress examines, from the youngest
-// down (kGenerations). Past the end: false.
-bool map_seed_key(const EphemeronMap *m, MapSeeds seeds, size_t slot, PyObject **key) {
+// What to seed for `slot` (ephemeron_position_seed: NULL when nothing; a
+// shared value instead of the key in an automatic pass): position `slot` of
+// m's table (kAll), or the slot-th of the positions the generation pass in
+// progress examines, from the youngest down (kGenerations). Past the end:
+// false.
+bool map_seed(const EphemeronMap *m, MapSeeds seeds, size_t slot, bool shared_values, PyObject **seed) {
     if (seeds == MapSeeds::kGenerations) {
         const Generations &g = m->table.generations();
         if (slot >= g.in_pass()) {
@@ -240,41 +241,44 @@ bool map_seed_key(const EphemeronMap *m, MapSeeds seeds, size_t slot, PyObject *
         }
         slot = g.pass_end - 1 - slot;
     }
-    return ephemeron_position_key(m, slot, key);
+    return ephemeron_position_seed(m, slot, shared_values, seed);
 }
 
-// Adds the keys of up to kSeedChunk ephemeron entries from *cursor on
-// (visiting at most cursor->positions_left positions) and advances it; sets it past
-// the last map once every key is added or the budget is spent. False when
-// out of memory.
+// Adds the seeds of up to kSeedChunk ephemeron entries (map_seed) from
+// *cursor on (visiting at most cursor->positions_left positions) and advances
+// it; sets it past the last map once every seed is added or the budget is
+// spent. False when out of memory.
 //
-// In two rounds: the chunk's keys are read first, each one's address index
-// slot prefetched, then interned. Keys, unlike holders' codes, go to the
-// address index, which they reach at random: one miss to memory per key
+// In two rounds: the chunk's seeds are read first, each one's address index
+// slot prefetched, then interned. Seeds, unlike holders' codes, go to the
+// address index, which they reach at random: one miss to memory per seed
 // when interned as read, misses that overlap when prefetched a chunk ahead.
+// A value shared by entries in a row is read once.
 bool add_map_seeds(Pass &pass, MapCursor *cursor) {
     HeapGraph &g = pass.graph;
     const std::vector<EphemeronMap *> &maps = ephemeron_maps();
-    PyObject *keys[kSeedChunk];
+    PyObject *seeds[kSeedChunk];
     size_t count = 0;
     while (count < kSeedChunk && more_map_seeds(*cursor)) {
-        PyObject *key = nullptr;
-        if (!map_seed_key(maps[cursor->maps_left - 1], cursor->seeds, cursor->slot, &key)) {
+        PyObject *seed = nullptr;
+        if (!map_seed(maps[cursor->maps_left - 1], cursor->seeds, cursor->slot, pass.defer, &seed)) {
             cursor->maps_left--;
             cursor->slot = 0;
             continue;
         }
         cursor->slot++;
         cursor->positions_left--;
-        if (key == nullptr || !is_node_candidate(key)) {
-            continue;  // a key that is never a node is live: so is its entry
+        if (seed == nullptr || (count != 0 && seeds[count - 1] == seed) || !is_node_candidate(seed)) {
+            // Never a node, so live: a key, and with it its entry; a value (a
+            // module, an immortal), and with it every key it reaches.
+            continue;
         }
-        g.prefetch(key);
-        keys[count++] = key;
+        g.prefetch(seed);
+        seeds[count++] = seed;
     }
     for (size_t i = 0; i < count; i++) {
         bool fresh = false;
-        uint32_t node = g.intern(keys[i], &fresh);
+        uint32_t node = g.intern(seeds[i], &fresh);
         if (node == HeapGraph::kNone) {
             if (g.out_of_memory) {
                 return false;
@@ -339,7 +343,7 @@ bool ready_holder_node(GraphNode &node) {
 }
 
 // Explores from the codes of holders[pass.next_seed, end), then from the
-// keys of the ephemeron entries `map_cursor` says: nodes are traversed in
+// seeds of the ephemeron entries `map_cursor` says: nodes are traversed in
 // order from pass.next_node, their references queued, and the queue
 // processed in batches (which adds the nodes traversed next); a new chunk of
 // seeds once all is explored. Deferred nodes stay unexpanded.

@@ -19,8 +19,8 @@
 namespace coextra::detail {
 
 // Explores from the codes of holders[pass.next_seed, end) (the registry's
-// table), then from the keys of the ephemeron entries `map_cursor` says,
-// which it advances; then settles the deferred nodes (LiveStructures): one
+// table), then from the ephemeron entries `map_cursor` says (their seeds:
+// ephemeron_position_seed), which it advances; then settles the deferred nodes (LiveStructures): one
 // whose references the graph leaves unexplained number no more than those
 // its unexplored part may hold may have died, so it is expanded now, and
 // exploration goes on from it -- which can explain references of other

@@ -1,6 +1,7 @@
-// map_seeds.h -- which ephemeron map entries' keys seed a collector pass, and
-// where that seeding stands: MapCursor inside a pass, MapScanCursor between
-// the slices of a map scan.
+// map_seeds.h -- which ephemeron map entries seed a collector pass (each by
+// its key or its value: ephemeron_position_seed), and where that seeding
+// stands: MapCursor inside a pass, MapScanCursor between the slices of a map
+// scan.
 //
 // Plain values, owned by whoever holds them: a MapCursor by the pass that
 // seeds from it (collector.cpp), a MapScanCursor by automatic collection
@@ -14,9 +15,9 @@
 
 namespace coextra::detail {
 
-// Which ephemeron map entries' keys a pass also seeds: none, those of the
+// Which ephemeron map entries a pass also seeds: none, those of the
 // entries' generations a generation pass examines (ephemeron_map.h), or every
-// entry's (a map scan).
+// entry (a map scan).
 enum class MapSeeds { kNo, kGenerations, kAll };
 
 // Where a sliced walk over map entries goes on between its slices: a map

@@ -821,20 +821,70 @@ TEST_F(MapGenerations, AnEntryWhoseValueReachesNothingIsNeverSeeded) {
         };
         for (const auto &[what, value] : unseeded) {
             ASSERT_EQ(ephemeron_set(m(), key.ptr(), value.ptr()), 0);
-            PyObject *seed = key.ptr();
-            ASSERT_TRUE(ephemeron_position_key(m(), 0, &seed));
-            EXPECT_EQ(seed, nullptr) << what;
+            for (bool shared_values : {false, true}) {
+                PyObject *seed = key.ptr();
+                ASSERT_TRUE(ephemeron_position_seed(m(), 0, shared_values, &seed));
+                EXPECT_EQ(seed, nullptr) << what;
+            }
         }
         for (const auto &[what, value] : seeded) {
             ASSERT_EQ(ephemeron_set(m(), key.ptr(), value.ptr()), 0);
             PyObject *seed = nullptr;
-            ASSERT_TRUE(ephemeron_position_key(m(), 0, &seed));
+            ASSERT_TRUE(ephemeron_position_seed(m(), 0, false, &seed));
             EXPECT_EQ(seed, key.ptr()) << what;
+            ASSERT_TRUE(ephemeron_position_seed(m(), 0, true, &seed));
+            EXPECT_EQ(seed, value.ptr()) << what << ", which `seeded` references too";
         }
     }
     ASSERT_EQ(ephemeron_set(m(), key.ptr(), py::make_tuple("value").ptr()), 0);
     key = py::object();
     EXPECT_EQ(m()->table.size(), 0u) << "the key died: its callback removed the entry";
+}
+
+// An automatic pass seeds an entry by its value when something besides the
+// entry references the value, and by its key otherwise; collect() seeds
+// every key. A value many entries share is then explored once, and a key no
+// seed reaches stays out of the graph.
+TEST_F(MapGenerations, AnAutomaticPassExploresAValueManyEntriesShareOnce) {
+    py::list shared;  // every entry's value, and referenced from here
+    for (int i = 0; i < 1000; i++) {
+        keys.push_back(make_function("shared" + std::to_string(i)));
+        ASSERT_EQ(ephemeron_set(m(), keys.back().ptr(), shared.ptr()), 0);
+    }
+    keys.push_back(make_function("own"));
+    ASSERT_EQ(ephemeron_set(m(), keys.back().ptr(), py::list().ptr()), 0);
+    MapScanCursor cursor = collector_map_scan_start();
+    ASSERT_EQ(collector_collect_map_slice(&cursor, 2 * keys.size(), Scratch::kKeep), 0);
+    ASSERT_TRUE(collector_map_scan_done(cursor));
+    EXPECT_LT(collector_stats().last_nodes, 20u) << "the shared value, and the last entry by its key";
+    EXPECT_GT(collector_stats().last_nodes, 1u) << "the last entry by its key";
+    ASSERT_EQ(collector_collect_all(), 0);
+    EXPECT_GT(collector_stats().last_nodes, 1000u) << "collect() seeds every key";
+    EXPECT_EQ(m()->table.size(), keys.size());
+}
+
+// Keys reachable only through a value their entries share are found from
+// that value: they are garbage together, and live together while anything
+// else references the value.
+TEST_F(MapGenerations, KeysReachableOnlyThroughAValueTheyShareAreFoundFromIt) {
+    for (bool value_referenced_elsewhere : {true, false}) {
+        py::list shared;
+        for (int i = 0; i < 10; i++) {
+            py::object key = make_function("through_shared" + std::to_string(i));
+            shared.append(key);
+            ASSERT_EQ(ephemeron_set(m(), key.ptr(), shared.ptr()), 0);
+        }
+        py::object elsewhere = value_referenced_elsewhere ? shared : py::object();
+        shared = py::list();
+        MapScanCursor cursor = collector_map_scan_start();
+        Py_ssize_t removed = collector_collect_map_slice(&cursor, 100, Scratch::kKeep);
+        ASSERT_TRUE(collector_map_scan_done(cursor));
+        EXPECT_EQ(removed, value_referenced_elsewhere ? 0 : 10);
+        EXPECT_EQ(m()->table.size(), value_referenced_elsewhere ? 10u : 0u);
+        if (value_referenced_elsewhere) {
+            ephemeron_clear(m());
+        }
+    }
 }
 
 // Emptied from the end (every key deleted, or popitem) and filled again, a

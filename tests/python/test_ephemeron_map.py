@@ -773,6 +773,25 @@ def shape_entries_of_two_maps_referencing_each_others_keys(m, m2, i):
     return [a, b], a, 2
 
 
+def shape_keys_sharing_a_value_that_references_them(m, m2, i):
+    a, b = Key(), Key()  # both entries hold the one list: seeded by it in automatic passes
+    shared = [a, b]
+    m[a] = shared
+    m[b] = shared
+    return [a, b], a, 2
+
+
+def shape_keys_of_two_maps_sharing_a_closure_over_them(m, m2, i):
+    a, b = Key(), Key()
+
+    def both():
+        return a, b
+
+    m[a] = both
+    m2[b] = both
+    return [a, b, both], a, 2
+
+
 def shape_key_reached_through_another_entry_of_the_same_map(m, m2, i):
     a, b, c = Key(), Key(), Key()  # a -> [b] -> b's entry -> [c] -> c's entry -> [a]
     m[a] = [b]
