@@ -23,7 +23,8 @@ demo:
 
 # Each runs the noxfile.py sessions tagged with its name:
 #   test         every suite on every interpreter, then the leak harness's quick forms
-#   bench        every benchmark, a summary in docs/benchmarks.md
+#   bench        every benchmark (the collector's and EphemeronMap's on 3.11 and 3.13 too),
+#                a summary in docs/benchmarks.md
 #   leakcheck    the full leak harness (docs/leak-checks.md): valgrind on 3.11 and 3.12,
 #                ASan+UBSan+LSan, refleak hunting on the debug interpreter, planted leaks
 #   conformance  CPython's own regression tests with the coextra.evalframe backend in

@@ -49,6 +49,11 @@ NEWEST = VERSIONS[-1:]
 # The leak harness's full form and the large conformance selection run on these.
 LEAK_VERSIONS = [v for v in ("3.11", "3.12") if v in VERSIONS] or NEWEST
 CONFORMANCE_VERSIONS = [v for v in ("3.11", "3.13") if v in VERSIONS] or NEWEST
+# make bench runs every benchmark on the newest interpreter, and the
+# collector's and EphemeronMap's, whose checks hold on each version users run
+# most, on these too.
+BENCH_ALSO_VERSIONS = [v for v in ("3.11", "3.13") if v in VERSIONS and v not in NEWEST]
+BENCH_ALSO_SCRIPTS = ("bench_collector", "bench_ephemeron")
 # The quick leak checks take one interpreter: 3.11 when there is one.
 QUICK_LEAK_VERSION = next((v for v in ("3.11", "3.12", "3.13", "3.10") if v in VERSIONS), None)
 
@@ -285,7 +290,8 @@ def conformance_large(session: nox.Session, version: str) -> None:
 @nox.session(tags=["bench"])
 def bench(session: nox.Session) -> None:
     """Every benchmark on the newest interpreter, one run, one summary:
-    bench/*.py and the Google Benchmark binaries, merged by
+    bench/*.py (the collector's and EphemeronMap's on BENCH_ALSO_VERSIONS too)
+    and the Google Benchmark binaries, merged by
     scripts/bench_summary.py into bench/results/summary.{json,md},
     docs/benchmarks.md and the README's results block. A benchmark that fails is
     reported and the others still run; the session then fails."""
@@ -310,6 +316,12 @@ def bench(session: nox.Session) -> None:
         session.log(f"bench/{script.name}")
         run_logged(script.stem, python(version), str(script), "--json", str(results / f"{script.stem}.json"),
                    env=with_package())
+    for other in BENCH_ALSO_VERSIONS:
+        for stem in BENCH_ALSO_SCRIPTS:
+            session.log(f"bench/{stem}.py on {other}")
+            name = f"{stem}-py{other}"
+            run_logged(name, python(other), str(ROOT / "bench" / f"{stem}.py"), "--json",
+                       str(results / f"{name}.json"), env=with_package())
     binaries = sorted(p for p in (ROOT / "build" / f"py{version}" / "bench").glob("*")
                       if p.is_file() and os.access(p, os.X_OK))
     if not binaries:

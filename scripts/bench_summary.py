@@ -18,6 +18,9 @@ the commands make bench does not run, below) in one of these formats:
   when torch is missing, and the page then says how to run it).
 
 A file in none of these formats is listed as not merged (and the run fails).
+A file named BENCH-pyX.Y.json holds a suite run on another interpreter than
+the run's own: its section, headed "... on CPython X.Y", follows the same
+suite's, and the README's block leaves it out.
 
 Every figure is reported as a ratio to its group's reference, measured in the same run.
 
@@ -114,6 +117,23 @@ def load(path: str) -> dict:
     if "torch" in data and "coextra_s" in data:
         return from_torch_pauses(data)
     raise ValueError(f"{path}: neither the summary format nor Google Benchmark's JSON")
+
+
+# make bench runs the collector's and EphemeronMap's benchmarks on other
+# interpreters too, each writing BENCH-pyX.Y.json: a suite of its own, headed
+# "... on CPython X.Y", placed after the same suite of the run's interpreter
+# and kept out of the README's block (which is about that interpreter).
+OTHER_INTERPRETER_FILE = re.compile(r"(.+)-py(\d+\.\d+)\.json")
+OTHER_INTERPRETER_HEADING = re.compile(r".+ on CPython \d+\.\d+")
+
+
+def merge_order(name: str) -> tuple[str, str]:
+    m = OTHER_INTERPRETER_FILE.fullmatch(name)
+    return (m.group(1), m.group(2)) if m else (name[:-len(".json")], "")
+
+
+def on_other_interpreter(suite: dict) -> bool:
+    return OTHER_INTERPRETER_HEADING.fullmatch(suite["suite"]) is not None
 
 
 def with_ratios(suite: dict) -> dict:
@@ -368,9 +388,10 @@ def times(ratio: float) -> str:
 
 def headline_rows(summary: dict) -> list[list[str]]:
     rows = []
+    suites = [suite for suite in summary["suites"] if not on_other_interpreter(suite)]
     for what, suite_part, title, ours, theirs, label, (below, above) in HEADLINES:
         found = []
-        for suite in summary["suites"]:
+        for suite in suites:
             if suite_part not in suite["suite"]:
                 continue
             for group in suite["groups"]:
@@ -398,7 +419,7 @@ def headline_rows(summary: dict) -> list[list[str]]:
             word = f"coextra {times(1 / relative)} {above}"
         rows.append([what.format(n=f"{n:,}"), f"{format_value(mine, group['unit'])}{unit}",
                      f"{label}: {format_value(other, group['unit'])}{unit}", word])
-    for suite in summary["suites"]:
+    for suite in suites:
         if "bench_collector" not in suite["suite"]:
             continue
         for check in suite.get("checks", []):
@@ -408,9 +429,9 @@ def headline_rows(summary: dict) -> list[list[str]]:
                 rows.append([f"automatic collection while attaching {m.group(1)} live holders",
                              f"{check['value']:.1f}% of the time", f"target: at most {m.group(2)}%",
                              "met" if check["passed"] else "NOT met"])
-    programs = [g for s in summary["suites"] if "bench_programs" in s["suite"] for g in s["groups"]
+    programs = [g for s in suites if "bench_programs" in s["suite"] for g in s["groups"]
                 if "(c) coextra.evalframe, all hits" in g["results"] and "(b) raw co_extra hook" in g["results"]]
-    checks = [c for s in summary["suites"] if "bench_programs" in s["suite"] for c in s.get("checks", [])]
+    checks = [c for s in suites if "bench_programs" in s["suite"] for c in s.get("checks", [])]
     if programs:
         ratios = [g["results"]["(c) coextra.evalframe, all hits"] / g["results"]["(b) raw co_extra hook"]
                   for g in programs]
@@ -471,11 +492,14 @@ def main() -> int:
     suites: list[dict[str, Any]] = []
     not_merged: list[str] = []
     merged_paths: list[str] = []
-    for entry in sorted(os.listdir(args.results)):
+    for entry in sorted(os.listdir(args.results), key=merge_order):
         if entry.endswith(".json") and not entry.startswith("summary") and not is_extra(entry):
             path = os.path.join(args.results, entry)
             try:
-                suites.append(with_ratios(load(path)))
+                suite = with_ratios(load(path))
+                if m := OTHER_INTERPRETER_FILE.fullmatch(entry):
+                    suite["suite"] += f" on CPython {m.group(2)}"
+                suites.append(suite)
                 merged_paths.append(path)
             except (ValueError, KeyError, TypeError) as error:
                 print(f"not merged: {error}", file=sys.stderr)
@@ -485,7 +509,7 @@ def main() -> int:
               f"commands to the page as it is with --from-markdown docs/benchmarks.md --markdown-copy "
               f"docs/benchmarks.md", file=sys.stderr)
         return 1
-    pythons = [s["python"] for s in suites if "python" in s]
+    pythons = [s["python"] for s in suites if "python" in s and not on_other_interpreter(s)]
     python = args.python or (max(set(pythons), key=pythons.count) if pythons else platform.python_version())
     # The run's date is its files', so that merging again later (a soak's
     # results added) keeps it.

@@ -135,6 +135,40 @@ def test_the_readme_block_is_written_from_the_same_run_and_read_back_from_the_pa
     assert readme.read_text() == block + "after\n"
 
 
+def test_a_suite_run_on_another_interpreter_follows_its_own_and_stays_out_of_the_readme(tmp_path):
+    def ephemeron(python, get_ns):
+        return {"suite": "EphemeronMap (bench_ephemeron.py)", "python": python, "how": "timeit",
+                "groups": [{"title": "Lookup `get(k)`, function keys, median ns per lookup", "unit": "ns",
+                            "reference": "EphemeronMap.get(k)",
+                            "results": {"EphemeronMap.get(k)": get_ns, "WeakKeyDictionary.get(k)": 200.0}}],
+                "checks": [{"what": "get(k) >= 3x", "value": 200.0 / get_ns, "passed": True}]}
+
+    files = {"bench_ephemeron.json": ephemeron("3.15.2", 20.0), "bench_ephemeron-py3.11.json": ephemeron("3.11.7", 40.0),
+             "bench_ephemeron-py3.13.json": ephemeron("3.13.5", 25.0)}
+    readme = tmp_path / "README.md"
+    readme.write_text("<!-- bench-summary:begin -->\n<!-- bench-summary:end -->\n")
+    (tmp_path / "results").mkdir()
+    for name, data in files.items():
+        (tmp_path / "results" / name).write_text(json.dumps(data))
+    subprocess.run([sys.executable, SCRIPT, str(tmp_path / "results"), "--readme", str(readme)],
+                   check=True, capture_output=True, text=True)
+    summary = json.loads((tmp_path / "results" / "summary.json").read_text())
+    assert [suite["suite"] for suite in summary["suites"]] == [
+        "EphemeronMap (bench_ephemeron.py)", "EphemeronMap (bench_ephemeron.py) on CPython 3.11",
+        "EphemeronMap (bench_ephemeron.py) on CPython 3.13"]
+    assert summary["environment"]["python"] == "3.15.2", "the run's interpreter, not the others'"
+    markdown = (tmp_path / "results" / "summary.md").read_text()
+    assert "## EphemeronMap (bench_ephemeron.py) on CPython 3.11\n\nTimeit; CPython 3.11.7." in markdown
+    assert markdown.count("Check: get(k) >= 3x:") == 3
+    block = readme.read_text()
+    assert "20.0 ns" in block and "40.0 ns" not in block and "25.0 ns" not in block
+    # Read back from the page, the block is the same.
+    readme.write_text("<!-- bench-summary:begin -->\n<!-- bench-summary:end -->\n")
+    subprocess.run([sys.executable, SCRIPT, "--from-markdown", str(tmp_path / "results" / "summary.md"),
+                    "--readme", str(readme)], check=True, capture_output=True, text=True)
+    assert readme.read_text() == block
+
+
 def test_the_page_in_the_repository_reads_back_as_it_was_written():
     sys.path.insert(0, os.path.dirname(SCRIPT))
     try:
