@@ -174,7 +174,7 @@ inline bool ephemeron_value_reaches_nothing(PyObject *value, int depth = kAtomic
 // it. A key then becomes a node only when a seed's exploration reaches it,
 // and a value that many entries share is explored once for all of them
 // instead of through each key. That finds every key reachable only through
-// values: to be, it must be reached from one. What it no longer finds at
+// values: to be, it must be reached from one. What it does not find at
 // once is a key whose only referrers lie in a cycle through the key itself
 // but through no value; CPython's GC frees that cycle in the collection the
 // pass runs in (the entry holds the value, not the key), and the key's

@@ -269,8 +269,9 @@ bool add_map_seeds(Pass &pass, MapCursor *cursor) {
         cursor->slot++;
         cursor->positions_left--;
         if (seed == nullptr || (count != 0 && seeds[count - 1] == seed) || !is_node_candidate(seed)) {
-            // Never a node, so live: a key, and with it its entry; a value (a
-            // module, an immortal), and with it every key it reaches.
+            // Nothing to seed, the value the entry before shares (seeded
+            // already), or never a node, so live: a key, and with it its
+            // entry; a value (a module, an immortal), and every key it reaches.
             continue;
         }
         g.prefetch(seed);

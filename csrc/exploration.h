@@ -20,12 +20,13 @@ namespace coextra::detail {
 
 // Explores from the codes of holders[pass.next_seed, end) (the registry's
 // table), then from the ephemeron entries `map_cursor` says (their seeds:
-// ephemeron_position_seed), which it advances; then settles the deferred nodes (LiveStructures): one
-// whose references the graph leaves unexplained number no more than those
-// its unexplored part may hold may have died, so it is expanded now, and
-// exploration goes on from it -- which can explain references of other
-// deferred nodes, so all are looked at again until none is expanded. Counts
-// the internal references on the way. False when out of memory.
+// ephemeron_position_seed), which it advances; then settles the deferred
+// nodes (LiveStructures): one whose references the graph leaves unexplained
+// number no more than those its unexplored part may hold may have died, so
+// it is expanded now, and exploration goes on from it -- which can explain
+// references of other deferred nodes, so all are looked at again until none
+// is expanded. Counts the internal references on the way. False when out of
+// memory.
 bool explore_and_count(Pass &pass, const std::vector<Holder *> &holders, size_t end, MapCursor &map_cursor);
 
 }  // namespace coextra::detail
