@@ -50,8 +50,8 @@ NEWEST = VERSIONS[-1:]
 LEAK_VERSIONS = [v for v in ("3.11", "3.12") if v in VERSIONS] or NEWEST
 CONFORMANCE_VERSIONS = [v for v in ("3.11", "3.13") if v in VERSIONS] or NEWEST
 # make bench runs every benchmark on the newest interpreter, and the
-# collector's and EphemeronMap's, whose checks hold on each version users run
-# most, on these too.
+# collector's and EphemeronMap's on these too: their checks are meant to hold
+# on every version, and these are the ones users run most.
 BENCH_ALSO_VERSIONS = [v for v in ("3.11", "3.13") if v in VERSIONS and v not in NEWEST]
 BENCH_ALSO_SCRIPTS = ("bench_collector", "bench_ephemeron")
 # The quick leak checks take one interpreter: 3.11 when there is one.
