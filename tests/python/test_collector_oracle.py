@@ -7,7 +7,9 @@ and code objects (a product is a list of other nodes, so caches add edges), and
 keeps a random subset alive. It may also make up to three EphemeronMaps, whose
 entries are keyed by weakly referenceable nodes (instances, functions, their
 code objects, code objects, classes) and whose values are lists of other nodes
-(and of maps), across maps and in cycles through them.
+(and of maps), across maps and in cycles through them; in some graphs, entries
+with the same targets share one value object (automatic passes seed such an
+entry by its value rather than its key).
 
 The oracle computes, in plain Python, what is reachable from the kept nodes
 along the graph's edges, instance -> its class, function -> code, code -> the
@@ -78,6 +80,8 @@ class Graph:
     # twice gets its last value). A value target t names node t, or map t - n
     # when t >= n.
     assignments: list[list[tuple[Key, list[int]]]]
+    # Entries whose targets are the same share one value object.
+    shared_values: bool = False
 
     def entries(self) -> list[dict[Key, list[int]]]:
         """Per map, what it holds after the assignments."""
@@ -122,19 +126,26 @@ def graphs(draw):
     # Each entry is [key, *value]: the key picks a weakly referenceable node
     # (and, with its low bit, a function's code object instead of the
     # function); the value's targets are nodes or maps.
+    # With shared values, an entry whose key number has bit 6 set takes the
+    # previous entry's targets (of any map), so that values are shared often.
     assignments: list[list[tuple[Key, list[int]]]] = []
     keyable = [i for i, kind in enumerate(kinds) if kind in KEY_KINDS]
+    shared_values = draw(st.booleans())
     if keyable:
-        entry = st.lists(st.integers(0, 63), min_size=1, max_size=4)
+        entry = st.lists(st.integers(0, 127), min_size=1, max_size=4)
         raw_maps = draw(st.lists(st.lists(entry, min_size=1, max_size=6), max_size=MAX_MAPS))
+        previous: list[int] | None = None
         for raw_entries in raw_maps:
             made = []
             for k, *targets in raw_entries:
                 node = keyable[(k >> 1) % len(keyable)]
-                made.append(((node, bool(k & 1) and kinds[node] == "function"),
-                             [t % (n + len(raw_maps)) for t in targets]))
+                chosen = [t % (n + len(raw_maps)) for t in targets]
+                if shared_values and k & 64 and previous is not None:
+                    chosen = previous
+                made.append(((node, bool(k & 1) and kinds[node] == "function"), chosen))
+                previous = chosen
             assignments.append(made)
-    return Graph(kinds, edges, classes, cached, kept, automatic, assignments)
+    return Graph(kinds, edges, classes, cached, kept, automatic, assignments, shared_values)
 
 
 counter = iter(range(10**9))
@@ -174,10 +185,17 @@ def build(graph: Graph):
             coextra.attach(objects[i], [objects[j] for j in product])
     maps = [coextra.EphemeronMap() for _ in graph.assignments]
     n = len(kinds)
+    values: dict[tuple[int, ...], Value] = {}  # by targets, when shared
     for m, assignments in zip(maps, graph.assignments):
         for (node, via_code), targets in assignments:
             key = objects[node].__code__ if via_code else objects[node]
-            m[key] = Value(objects[t] if t < n else maps[t - n] for t in targets)
+            value = values.get(tuple(targets)) if graph.shared_values else None
+            if value is None:
+                value = Value(objects[t] if t < n else maps[t - n] for t in targets)
+                if graph.shared_values:
+                    values[tuple(targets)] = value
+            m[key] = value
+            del value
     return objects, maps
 
 
@@ -238,9 +256,13 @@ def check_dead_keys_removed(graph: Graph, maps, key_refs) -> None:
 
 
 def check_maps(graph: Graph, maps, ids, key_refs, value_refs, live) -> int:
-    """Checks every map against the oracle; returns how many entries they hold."""
+    """Checks every map against the oracle; returns how many entries they hold.
+    A value an unreachable key's entry had must be freed, unless an entry
+    with a reachable key shares it."""
     n = len(graph.kinds)
     held = 0
+    values_kept = {id(value_refs[index, spec]()) for index, entries in enumerate(graph.entries())
+                   for spec in entries if spec[0] in live}
     for index, (m, entries) in enumerate(zip(maps, graph.entries())):
         expected_keys = set()
         for spec, targets in entries.items():
@@ -255,7 +277,8 @@ def check_maps(graph: Graph, maps, ids, key_refs, value_refs, live) -> int:
                 expected_keys.add(id(key))
             else:
                 assert key is None, f"{where}: the key is unreachable but was not freed"
-                assert value is None, f"{where}: the key is unreachable but its value was not freed"
+                assert value is None or id(value) in values_kept, (
+                    f"{where}: the key is unreachable but its value was not freed")
             del key, value
         assert len(m) == len(expected_keys), (
             f"map {index}: {len(m)} entries, expected {len(expected_keys)}")
