@@ -177,9 +177,10 @@ inline bool ephemeron_value_reaches_nothing(PyObject *value, int depth = kAtomic
 // values: to be, it must be reached from one. What it does not find at
 // once is a key whose only referrers lie in a cycle through the key itself
 // but through no value; CPython's GC frees that cycle itself (the entry
-// holds the value, not the key), and the key's death removes its entry. False past the end. Seeding walks the positions
-// in order, which is memory order: the entry a few positions ahead is
-// prefetched, and so are its key and value.
+// holds the value, not the key), and the key's death removes its entry.
+// False past the end. Seeding walks the positions in order, which is memory
+// order: the entry a few positions ahead is prefetched, and so are its key
+// and value.
 inline bool ephemeron_position_seed(const EphemeronMap *m, size_t position, bool shared_values, PyObject **seed) {
     constexpr size_t kPrefetch = 8;
     const EntryTable &t = m->table;
