@@ -8,8 +8,9 @@ caches one shared product on each and measures what the caching allocated:
 * tracemalloc: every block CPython's allocators handed out (the holder, the
   entry, the code object's co_extra array; a holder keeps its first entry
   inline, so an item array appears only from the second entry on), exactly;
-* RSS: everything, including the registry's std::vector of holders (allocated
-  with operator new, which tracemalloc does not see), at page granularity.
+* RSS: everything, including the registry's table of holders (allocated
+  outside CPython's allocators, which tracemalloc does not see), at page
+  granularity.
 
 Each store is measured in its own child process, so one store's freed memory
 never flatters the next. The target: a holder with one entry costs at most 160 bytes.
@@ -89,7 +90,7 @@ def analytical() -> dict:
     entry = coextra.attach(code, None)
     holder = coextra.holder(code)
     sizes = {"Holder (sys.getsizeof)": sys.getsizeof(holder), "Entry (sys.getsizeof)": sys.getsizeof(entry),
-             "code's co_extra array (CPython)": 16, "registry slot (std::vector)": 8}
+             "code's co_extra array (CPython)": 16, "registry slot (its table)": 8}
     coextra.reset()
     return sizes
 
@@ -124,7 +125,7 @@ def main() -> int:
         print(f"| {name} | {traced[name]:.1f} | {rss[name]:.1f} |")
     print(f"\nA holder with one entry: {holder_one_entry:.1f} B requested (tracemalloc): "
           f"{verdict(holder_one_entry)} the {TARGET_BYTES} B target; {holder_one_entry_rss:.1f} B resident (RSS, "
-          f"with allocator rounding and the registry's vector): {verdict(holder_one_entry_rss)} it.")
+          f"with allocator rounding and the registry's table): {verdict(holder_one_entry_rss)} it.")
     sizes = analytical()
     print("Analytical: " + ", ".join(f"{k} {v} B" for k, v in sizes.items()))
 
@@ -141,7 +142,7 @@ def main() -> int:
             "checks": [{"what": f"holder with one entry <= {TARGET_BYTES} B, bytes requested (tracemalloc)",
                         "value": holder_one_entry, "passed": holder_one_entry <= TARGET_BYTES},
                        {"what": f"holder with one entry <= {TARGET_BYTES} B, resident (RSS: allocator rounding, "
-                                "registry vector included)",
+                                "registry table included)",
                         "value": holder_one_entry_rss, "passed": holder_one_entry_rss <= TARGET_BYTES}],
             "analytical_bytes": sizes,
         }

@@ -198,7 +198,7 @@ void process_pending(Pass &pass) {
 // Adds the codes of up to kSeedChunk holders from holders[*next_seed] on
 // (before `end`), and advances *next_seed (to `end` once the budget is
 // spent). False when out of memory.
-bool add_seeds(Pass &pass, const std::vector<Holder *> &holders, size_t *next_seed, size_t end) {
+bool add_seeds(Pass &pass, const HolderTable &holders, size_t *next_seed, size_t end) {
     HeapGraph &g = pass.graph;
     size_t chunk_end = std::min(*next_seed + kSeedChunk, end);
     pass.seeds.start_chunk();
@@ -350,7 +350,7 @@ bool ready_holder_node(GraphNode &node) {
 // seeds once all is explored. Deferred nodes stay unexpanded.
 constexpr size_t kBatch = 512;
 
-bool explore(Pass &pass, const std::vector<Holder *> &holders, size_t end, MapCursor &map_cursor) {
+bool explore(Pass &pass, const HolderTable &holders, size_t end, MapCursor &map_cursor) {
     HeapGraph &g = pass.graph;
     size_t &next = pass.next_node;
     size_t &next_seed = pass.next_seed;
@@ -433,7 +433,7 @@ bool settle_deferred(Pass &pass, uint32_t d) {
 // (exploration.h). Each deferred node is looked at when it is added and
 // again whenever its count falls, not at every round: a pass may leave
 // thousands unexpanded.
-bool explore_and_count(Pass &pass, const std::vector<Holder *> &holders, size_t end, MapCursor &map_cursor) {
+bool explore_and_count(Pass &pass, const HolderTable &holders, size_t end, MapCursor &map_cursor) {
     size_t counted = 0;
     size_t looked_at = 0;  // pass.deferred[0, looked_at) was
     for (;;) {

@@ -12,9 +12,9 @@
 #include "collector_pass.h"
 #include "holder.h"
 #include "map_seeds.h"
+#include "registry.h"
 
 #include <cstddef>
-#include <vector>
 
 namespace coextra::detail {
 
@@ -27,6 +27,6 @@ namespace coextra::detail {
 // references of other deferred nodes, so all are looked at again until none
 // is expanded. Counts the internal references on the way. False when out of
 // memory.
-bool explore_and_count(Pass &pass, const std::vector<Holder *> &holders, size_t end, MapCursor &map_cursor);
+bool explore_and_count(Pass &pass, const HolderTable &holders, size_t end, MapCursor &map_cursor);
 
 }  // namespace coextra::detail

@@ -9,7 +9,7 @@
 
 namespace coextra::detail {
 
-Garbage detach_garbage(Pass &pass, const std::vector<Holder *> &holders) {
+Garbage detach_garbage(Pass &pass, const HolderTable &holders) {
     const HeapGraph &g = pass.graph;
     PodArray<Holder *> garbage;
     // An entry, and once it is removed the value it held: both are dropped last.

@@ -10,8 +10,7 @@
 #include "collector_pass.h"
 #include "compat.h"
 #include "holder.h"
-
-#include <vector>
+#include "registry.h"
 
 namespace coextra::detail {
 
@@ -29,6 +28,6 @@ struct Garbage {
 // which frees entries and products and may run arbitrary code (which may
 // attach, detach, change a map or collect: all of that is safe). Returns
 // what it found, or -1 holders with MemoryError.
-Garbage detach_garbage(Pass &pass, const std::vector<Holder *> &holders);
+Garbage detach_garbage(Pass &pass, const HolderTable &holders);
 
 }  // namespace coextra::detail

@@ -177,7 +177,7 @@ Py_ssize_t registry_reset() {
     }
     // Snapshot with our own references: each detach may run __del__ methods
     // that attach or detach other holders. Holders attached meanwhile stay.
-    std::vector<Holder *> snapshot;
+    HolderTable snapshot;
     try {
         snapshot = r->holders;
     } catch (const std::bad_alloc &) {
@@ -257,7 +257,7 @@ static void registry_dealloc(PyObject *op) {
     if (state.registry == r) {
         state.registry = nullptr;
     }
-    r->holders.~vector();
+    r->holders.~HolderTable();
     PyObject_GC_Del(op);
 }
 
@@ -301,7 +301,7 @@ PyObject *registry_init() {
     if (r == nullptr) {
         return nullptr;
     }
-    new (&r->holders) std::vector<Holder *>();
+    new (&r->holders) HolderTable();
     new (&r->generations) Generations();
     r->closed = false;
     r->attached_total = 0;

@@ -18,11 +18,17 @@
 #include "compat.h"
 #include "generations.h"
 #include "holder.h"
+#include "system_memory.h"
 
 #include <cstdint>
 #include <vector>
 
 namespace coextra::detail {
+
+// The registry's table of attached holders, by registry slot. Its blocks
+// come from system_memory.h: a table of a million holders leaves none of
+// the smaller blocks it grew through resident.
+using HolderTable = std::vector<Holder *, system_memory::Allocator<Holder *>>;
 
 // Generations. `holders` is kept in the runs of `generations` (old, middle,
 // young examined by the generation pass in progress, young attached since;
@@ -34,7 +40,7 @@ namespace coextra::detail {
 // examines when; any set of seeds gives a sound pass.
 struct Registry {
     PyObject_HEAD
-    std::vector<Holder *> holders; // owned references; holders[h->registry_slot] == h
+    HolderTable holders;           // owned references; holders[h->registry_slot] == h
     Generations generations;       // over holders; see "Generations"
     bool closed;                   // teardown ran: no new attachments
     uint64_t attached_total;       // holders ever attached

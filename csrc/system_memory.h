@@ -1,5 +1,6 @@
-// system_memory.h -- the blocks of a pass's arrays (PodArray, pod_array.h):
-// large ones taken from the system and given straight back to it.
+// system_memory.h -- the blocks of a pass's arrays (PodArray, pod_array.h)
+// and of the registry's holder table (Allocator, below): large ones taken
+// from the system and given straight back to it.
 //
 // A pass over many holders needs arrays sized for all of them, and gives
 // them back when it ends, or every holder would seem to cost more
@@ -27,6 +28,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <sys/mman.h>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -115,5 +117,31 @@ inline void *resize(void *block, size_t old_bytes, size_t new_bytes) {
     release(block, old_bytes);
     return fresh;
 }
+
+// A standard allocator over resize() and release(), for the one long-lived
+// table that grows with the program: the registry's holders (registry.h).
+// std::vector grows by allocating a block twice the size and freeing the
+// old one; freed to malloc, the old blocks would stay resident under the
+// raised mmap threshold (above), about as many bytes again as the table.
+template <typename T>
+struct Allocator {
+    using value_type = T;
+
+    Allocator() = default;
+    template <typename U>
+    Allocator(const Allocator<U> &) {}
+
+    T *allocate(size_t n) {
+        void *block = resize(nullptr, 0, n * sizeof(T));  // n <= max_size(): no overflow
+        if (block == nullptr) {
+            throw std::bad_alloc();
+        }
+        return static_cast<T *>(block);
+    }
+    void deallocate(T *block, size_t n) { release(block, n * sizeof(T)); }
+
+    friend bool operator==(const Allocator &, const Allocator &) { return true; }
+    friend bool operator!=(const Allocator &, const Allocator &) { return false; }
+};
 
 }  // namespace coextra::detail::system_memory
