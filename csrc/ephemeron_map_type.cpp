@@ -487,6 +487,7 @@ PyMethodDef map_methods[] = {
     {"values", map_values, METH_NOARGS, "values($self, /)\n--\n\nA collections.abc.ValuesView of the map."},
     {"items", map_items, METH_NOARGS, "items($self, /)\n--\n\nA collections.abc.ItemsView of the map."},
     {"copy", map_copy, METH_NOARGS, "copy($self, /)\n--\n\nA new EphemeronMap with the same entries."},
+    {"__copy__", map_copy, METH_NOARGS, "__copy__($self, /)\n--\n\ncopy.copy(m): m.copy()."},
     {"update", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(map_update)), METH_FASTCALL,
      "update(other=(), /)\n--\n\nSets every pair of a mapping or an iterable of (key, value) pairs."},
     {"__class_getitem__", Py_GenericAlias, METH_O | METH_CLASS,

@@ -5,9 +5,9 @@ the code object's co_extra keeps only a non-owning pointer for O(1) lookup.
 See README.md for the manual.
 """
 
-from ._support import check_supported
+from . import _support
 
-check_supported()
+_support.check_supported()
 
 from ._coextra import (  # noqa: E402  (the check above must run first)
     EphemeronMap,
@@ -31,6 +31,14 @@ from ._version import __version__  # noqa: E402
 from . import evalframe  # noqa: E402
 
 import collections.abc as _abc  # noqa: E402
+
+# The C functions name themselves in errors and reprs by their module: make
+# it the one users import ("coextra.collect() takes no arguments"), not the
+# private extension module.
+for _function in (attach, collect, detach, explain, get_auto_collect, get_budget, holder, holders, reset,
+                  set_auto_collect, set_budget, stats):
+    _function.__module__ = __name__
+del _function
 
 # A C type cannot inherit the ABC; registering makes isinstance() true. It
 # implements every MutableMapping method itself.
@@ -56,4 +64,5 @@ __all__ = [
     "stats",
     "get_include",
     "evalframe",
+    "__version__",
 ]

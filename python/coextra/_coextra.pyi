@@ -8,6 +8,7 @@ from typing import (
     Iterable,
     Iterator,
     KeysView,
+    Literal,
     MutableMapping,
     Optional,
     TypedDict,
@@ -94,6 +95,7 @@ class EphemeronMap(MutableMapping[_K, _V]):
     @overload
     def update(self, other: Iterable[tuple[_K, _V]], /) -> None: ...  # pyright: ignore[reportIncompatibleMethodOverride]
     def copy(self) -> EphemeronMap[_K, _V]: ...
+    def __copy__(self) -> EphemeronMap[_K, _V]: ...
 
 # What stats() returns (docs/collector.md and README.md say what each means).
 class _Stats(TypedDict):
@@ -128,6 +130,9 @@ class _Stats(TypedDict):
     auto_seconds: float
     auto_max_pause: float
 
+@overload
+def holder(obj: _Target, create: Literal[True]) -> Holder: ...
+@overload
 def holder(obj: _Target, create: bool = False) -> Optional[Holder]: ...
 def attach(obj: _Target, product: Any, guard: Optional[Callable[..., Any]] = None) -> Entry: ...
 def detach(obj: _Target) -> bool: ...

@@ -35,7 +35,10 @@ stats = _evalframe.stats
 reset_stats = _evalframe.reset_stats
 EnabledScope = _evalframe.EnabledScope
 
-del _evalframe
+# Named in errors and reprs as this module's (coextra/__init__.py says why).
+for _function in (enable, disable, enabled, is_enabled, traces_callback, callback, stats, reset_stats):
+    _function.__module__ = __name__
+del _evalframe, _function
 
 __all__ = [
     "enable",

@@ -1,5 +1,5 @@
 from types import CodeType, TracebackType
-from typing import Any, Callable, Optional, TypedDict
+from typing import Any, Callable, Literal, Optional, TypedDict
 
 Callback = Callable[[CodeType], Any]
 
@@ -17,7 +17,7 @@ class EnabledScope:
         exc_type: Optional[type[BaseException]],
         exc: Optional[BaseException],
         traceback: Optional[TracebackType],
-    ) -> bool: ...
+    ) -> Literal[False]: ...  # never swallows the exception
 
 def enable(callback: Callback, *, trace: bool = False) -> None: ...
 def disable() -> None: ...

@@ -24,6 +24,7 @@ entries and holders ``coextra.collect()`` removes for it.
 from __future__ import annotations
 
 import collections.abc
+import copy
 import functools
 import gc
 import os
@@ -474,16 +475,27 @@ def test_copy_is_a_new_map_with_the_same_entries():
     a, b = Key(), Key()
     value = Plain()
     m = coextra.EphemeronMap([(a, value), (b, 2)])
-    copy = m.copy()
-    assert type(copy) is coextra.EphemeronMap and copy is not m
-    assert copy == m and copy[a] is value  # shallow, as dict.copy
-    copy[a] = "changed"
-    del copy[b]
-    assert m[a] is value and m[b] == 2 and len(copy) == 1
+    duplicate = m.copy()
+    assert type(duplicate) is coextra.EphemeronMap and duplicate is not m
+    assert duplicate == m and duplicate[a] is value  # shallow, as dict.copy
+    duplicate[a] = "changed"
+    del duplicate[b]
+    assert m[a] is value and m[b] == 2 and len(duplicate) == 1
     assert coextra.EphemeronMap().copy() == {}
     # The copy's entries are ephemerons too: the key's death removes them.
     del a
-    assert len(copy) == 0 and len(m) == 1
+    assert len(duplicate) == 0 and len(m) == 1
+
+
+def test_copy_copy_is_the_maps_copy_and_deepcopy_is_refused():
+    a = Key()
+    value = Plain()
+    m = coextra.EphemeronMap([(a, value)])
+    shallow = copy.copy(m)
+    assert type(shallow) is coextra.EphemeronMap and shallow is not m
+    assert shallow == m and shallow[a] is value
+    with pytest.raises(TypeError):
+        copy.deepcopy(m)
 
 
 def test_repr_counts_the_entries():

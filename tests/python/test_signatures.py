@@ -130,6 +130,7 @@ def keyword_calls():
     yield "EphemeronMap.clear", lambda: m.clear()
     yield "EphemeronMap.__eq__", lambda: m.__eq__({})
     yield "EphemeronMap.copy", lambda: m.copy()
+    yield "EphemeronMap.__copy__", lambda: m.__copy__()
 
 
 EVALFRAME_STUB = os.path.join(REPO, "python", "coextra", "evalframe.pyi")

@@ -27,8 +27,7 @@ class Model:
 
 def compile_for(fn: Callable[..., Any]) -> coextra.Entry:
     """Caches a "compiled" product on any function's code."""
-    holder = coextra.holder(fn, create=True)
-    assert holder is not None
+    holder = coextra.holder(fn, create=True)  # a Holder, never None
     found = holder.lookup()
     if found is not None:
         return found
@@ -84,6 +83,16 @@ def compile_code(code: CodeType) -> Optional[tuple[str, str]]:
     return ("compiled", code.co_name)
 
 
+def doubled_under_the_backend(x: int) -> int:
+    """Returns from inside the scope: its __exit__ never swallows an exception."""
+    with evalframe.enabled(compile_code):
+        return double(x)
+
+
+def version() -> str:
+    return coextra.__version__
+
+
 def run() -> int:
     model = Model(3)
     square: Callable[[int], int] = lambda x: x * x
@@ -93,7 +102,7 @@ def run() -> int:
     assert double(2) == 4 and model.forward(2) == 6 and square(3) == 9
     hits = cached_hits(double) + cached_hits(model.forward)
     holder = coextra.holder(square, create=True)
-    assert holder is not None and holder.code is square.__code__
+    assert holder.code is square.__code__
     holder.max_entries = 4
     holder.add("again", guard=is_small)
     assert coextra.detach(double) and coextra.detach(model.forward) and coextra.detach(square)
@@ -114,6 +123,7 @@ def run() -> int:
         assert evalframe.is_enabled()
         double(1)
     frames: int = evalframe.stats()["frames"]
+    assert doubled_under_the_backend(2) == 4 and version()
     coextra.set_budget(coextra.get_budget())
     coextra.set_auto_collect(coextra.get_auto_collect())
     return hits + len(paths) + len(models) + frames + int(rate >= 0) + coextra.collect() + coextra.reset()
