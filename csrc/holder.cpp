@@ -309,8 +309,12 @@ static PyObject *holder_py_remove(PyObject *op, PyObject *const *args, Py_ssize_
     if (!parse_fastcall_args("Holder.remove", names, 1, args, nargs, kwnames, &entry)) {
         return nullptr;
     }
-    if (!entry_check(entry) ||
-        !holder_remove(reinterpret_cast<Holder *>(op), reinterpret_cast<Entry *>(entry))) {
+    if (!entry_check(entry)) {
+        PyErr_Format(PyExc_TypeError, "coextra: Holder.remove(): entry must be a coextra.Entry, not %.200s",
+                     Py_TYPE(entry)->tp_name);
+        return nullptr;
+    }
+    if (!holder_remove(reinterpret_cast<Holder *>(op), reinterpret_cast<Entry *>(entry))) {
         PyErr_SetString(PyExc_ValueError, "coextra: Holder.remove(): the entry is not in this holder");
         return nullptr;
     }
@@ -384,7 +388,8 @@ static PyMethodDef holder_methods[] = {
     {"remove", as_method(holder_py_remove),
      METH_FASTCALL | METH_KEYWORDS,
      "remove($self, /, entry)\n--\n\n"
-     "remove(entry)\n\nRemove entry; ValueError if it is not in this holder."},
+     "remove(entry)\n\nRemove entry; ValueError if it is not in this holder, TypeError if it is "
+     "not an Entry."},
     {"clear", holder_py_clear, METH_NOARGS, "clear($self, /)\n--\n\nRemove every entry."},
     {nullptr, nullptr, 0, nullptr},
 };

@@ -244,7 +244,7 @@ def test_remove_and_clear():
     assert h.entries == [b]
     with pytest.raises(ValueError):
         h.remove(a)
-    with pytest.raises(ValueError):
+    with pytest.raises(TypeError):
         h.remove("not an entry")
     other = coextra.holder(make_function(), create=True)
     with pytest.raises(ValueError):
