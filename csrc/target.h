@@ -20,7 +20,7 @@ inline PyObject *code_of(PyObject *obj) {
         return PyFunction_GET_CODE(function);
     }
     PyErr_Format(PyExc_TypeError,
-                 "coextra: expected a code object, a Python function or a bound method, "
+                 "coextra: expected a code object, a Python function or a bound method of one, "
                  "not %.200s",
                  Py_TYPE(obj)->tp_name);
     return nullptr;

@@ -27,7 +27,13 @@ BAD_CALLS = [
     (lambda: coextra.attach(make_function(), 1, flag=True), TypeError,
      "coextra: attach() got an unexpected or repeated argument 'flag'"),
     (lambda: coextra.attach(42, "product"), TypeError,
-     "coextra: expected a code object, a Python function or a bound method, not int"),
+     "coextra: expected a code object, a Python function or a bound method of one, not int"),
+    (lambda: coextra.holder([].append), TypeError,
+     "coextra: expected a code object, a Python function or a bound method of one, "
+     "not builtin_function_or_method"),
+    (lambda: coextra.explain(object()), TypeError,
+     "coextra: explain(): obj must be a code object, a Python function or a bound method of one, "
+     "not object (for an EphemeronMap key, pass map=)"),
     (lambda: coextra.set_budget(10**30), ValueError,
      f"coextra: set_budget(): nodes must be an int from 1 to {2**31 - 1}, not {10**30}"),
     (lambda: coextra.set_budget(0), ValueError,
