@@ -80,10 +80,11 @@ static PyObject *entry_get_hits(PyObject *op, void *) {
 static PyObject *entry_repr(PyObject *op) {
     Entry *self = reinterpret_cast<Entry *>(op);
     PyObject *product = self->product ? self->product : Py_None;
-    return PyUnicode_FromFormat("<coextra.Entry product=%.100s hits=%llu guard=%s>",
+    // Type names only: a repr of the product or guard could run any code.
+    return PyUnicode_FromFormat("<coextra.Entry product=%.100s hits=%llu guard=%.100s>",
                                 Py_TYPE(product)->tp_name,
                                 static_cast<unsigned long long>(self->hits),
-                                self->guard ? "yes" : "None");
+                                self->guard ? Py_TYPE(self->guard)->tp_name : "None");
 }
 
 static PyGetSetDef entry_getset[] = {

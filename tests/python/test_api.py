@@ -309,7 +309,8 @@ def test_reprs_say_what_they_are():
     h = coextra.holder(f, create=True)
     e = h.add([1])
     assert "entries=1" in repr(h) and "code object f" in repr(h)
-    assert "product=list" in repr(e)
+    assert repr(e) == "<coextra.Entry product=list hits=0 guard=None>"
+    assert repr(h.add((), guard=len)) == "<coextra.Entry product=tuple hits=0 guard=builtin_function_or_method>"
     coextra.detach(f)
     assert "detached" in repr(h)
 
