@@ -10,6 +10,9 @@
 
 namespace coextra::detail {
 
+// What an `obj` parameter accepts, as its TypeError says.
+constexpr const char kCodeTargets[] = "a code object, a Python function or a bound method of one";
+
 // The code object of obj (borrowed from obj), or NULL with TypeError.
 inline PyObject *code_of(PyObject *obj) {
     if (PyCode_Check(obj)) {
@@ -19,10 +22,7 @@ inline PyObject *code_of(PyObject *obj) {
     if (PyFunction_Check(function)) {
         return PyFunction_GET_CODE(function);
     }
-    PyErr_Format(PyExc_TypeError,
-                 "coextra: expected a code object, a Python function or a bound method of one, "
-                 "not %.200s",
-                 Py_TYPE(obj)->tp_name);
+    PyErr_Format(PyExc_TypeError, "coextra: expected %s, not %.200s", kCodeTargets, Py_TYPE(obj)->tp_name);
     return nullptr;
 }
 

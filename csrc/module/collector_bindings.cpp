@@ -80,11 +80,10 @@ PyObject *py_explain(PyObject *, PyObject *const *args, Py_ssize_t nargs, PyObje
     }
     Ref code = code_ref(values[0]);  // explain_paths allocates: hold the code (target.h)
     if (!code) {
-        // The commonest slip: a map's key without its map.
+        // code_of's TypeError, with a hint for the commonest slip: a map's key without its map.
         PyErr_Format(PyExc_TypeError,
-                     "coextra: explain(): obj must be a code object, a Python function or a bound method of "
-                     "one, not %.200s (for an EphemeronMap key, pass map=)",
-                     Py_TYPE(values[0])->tp_name);
+                     "coextra: explain(): obj must be %s, not %.200s (for an EphemeronMap key, pass map=)",
+                     kCodeTargets, Py_TYPE(values[0])->tp_name);
         return nullptr;
     }
     return explain_paths(code.get(), collector_budget());

@@ -31,14 +31,8 @@ from ._version import __version__  # noqa: E402
 from . import evalframe  # noqa: E402
 
 import collections.abc as _abc  # noqa: E402
+import types as _types  # noqa: E402
 
-# The C functions name themselves in errors and reprs by their module: make
-# it the one users import ("coextra.collect() takes no arguments"), not the
-# private extension module.
-for _function in (attach, collect, detach, explain, get_auto_collect, get_budget, holder, holders, reset,
-                  set_auto_collect, set_budget, stats):
-    _function.__module__ = __name__
-del _function
 
 # A C type cannot inherit the ABC; registering makes isinstance() true. It
 # implements every MutableMapping method itself.
@@ -66,3 +60,11 @@ __all__ = [
     "evalframe",
     "__version__",
 ]
+
+# The C functions name themselves in errors and reprs by their module: make
+# it the one users import ("coextra.collect() takes no arguments"), not the
+# private extension module.
+for _name in __all__:
+    if isinstance(globals()[_name], _types.BuiltinFunctionType):
+        globals()[_name].__module__ = __name__
+del _name, _types

@@ -35,10 +35,7 @@ stats = _evalframe.stats
 reset_stats = _evalframe.reset_stats
 EnabledScope = _evalframe.EnabledScope
 
-# Named in errors and reprs as this module's (coextra/__init__.py says why).
-for _function in (enable, disable, enabled, is_enabled, traces_callback, callback, stats, reset_stats):
-    _function.__module__ = __name__
-del _evalframe, _function
+del _evalframe
 
 __all__ = [
     "enable",
@@ -50,3 +47,8 @@ __all__ = [
     "stats",
     "reset_stats",
 ]
+
+# Named in errors and reprs as this module's (coextra/__init__.py says why).
+for _name in __all__:
+    globals()[_name].__module__ = __name__
+del _name
