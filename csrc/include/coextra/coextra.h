@@ -193,10 +193,11 @@ typedef struct coextra_CAPI {
      * holders: a backend should stop compiling), else 0. Never fails. */
     int (*closed)(void);
 
-    /* Runs the cycle collector over every holder now (coextra.collect()).
-     * Returns how many holders it detached because their code object was
-     * reachable only through its own cache, or -1 with an exception (out of
-     * memory). Detaching frees products, so it may run Python code and free
+    /* Runs the cycle collector over every holder and map entry now
+     * (coextra.collect()). Returns how many holders it detached because their
+     * code object was reachable only through its own cache, plus how many map
+     * entries it removed because their key was reachable only through map
+     * values and caches, or -1 with an exception (out of memory). Detaching frees products, so it may run Python code and free
      * any holder you borrowed. Returns 0 when called during a collection. */
     Py_ssize_t (*collect)(void);
 

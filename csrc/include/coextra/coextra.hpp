@@ -105,8 +105,9 @@ private:
     Ref holder_;
 };
 
-// Runs the cycle collector now; the number of holders it detached. Throws
-// nothing: -1 means an exception is set, as in the C API.
+// Runs the cycle collector now; the holders it detached plus the map entries
+// it removed, as coextra.collect(). Throws nothing: -1 means an exception is
+// set, as in the C API.
 inline Py_ssize_t collect() { return COEXTRA_API->collect(); }
 
 }  // namespace coextra
