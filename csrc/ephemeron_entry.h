@@ -29,4 +29,26 @@ constexpr size_t kNoPosition = SIZE_MAX;
 
 extern PyTypeObject EphemeronEntryType;
 
+// A new entry for key whose weak reference calls `callback` (its map's
+// KeyDeath) when the key dies, its value not yet set and in no table; or
+// NULL with an exception. Allocates, so any code may run meanwhile.
+EphemeronEntry *ephemeron_new_entry(PyObject *key, PyObject *callback);
+
+// `e` when it is an entry with a live key, else NULL (also for NULL).
+EphemeronEntry *ephemeron_usable(EphemeronEntry *e);
+
+// The key of an entry still in a map (borrowed, alive while the entry is in
+// its map), or NULL (also while a dying key's callback is pending).
+PyObject *ephemeron_entry_key(EphemeronEntry *entry);
+
+// Calls visit(entry, arg) for every ephemeron entry whose key is `key` (the
+// virtual edges key -> entry), found through key's weak reference list.
+void ephemeron_visit_entries(PyObject *key, visitproc visit, void *arg);
+
+// EphemeronEntry objects that exist right now, in a table or not: tests and
+// stats() prove with it that entries are really freed.
+int64_t ephemeron_entry_live_count();
+
+int ephemeron_entry_type_ready();
+
 }  // namespace coextra::detail

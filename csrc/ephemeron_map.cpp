@@ -1,6 +1,7 @@
 // ephemeron_map.cpp -- an EphemeronMap's operations (ephemeron_map.h): making
 // and ending a map, getting, setting and removing entries, for the C API, the
-// Python type (ephemeron_map_type.cpp) and the collector.
+// Python type (ephemeron_map_type.cpp) and the collector; and the callback
+// that removes an entry whose key died (KeyDeath).
 #include "ephemeron_map.h"
 
 #include "include/coextra/ref.hpp"
@@ -25,6 +26,53 @@ struct EphemeronState {
 };
 
 EphemeronState state;
+
+// ---------------------------------------------------------------------------
+// KeyDeath: the callback of every entry of one map. Not a GC object (it holds
+// no reference), so the collector never makes it a node.
+
+struct KeyDeath {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    // Borrowed: the map clears it before it is freed.
+    EphemeronMap *map;
+};
+
+PyTypeObject KeyDeathType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+// The key of `entry` died: remove the entry if its map still has it.
+PyObject *key_death_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *) {
+    EphemeronMap *m = reinterpret_cast<KeyDeath *>(self)->map;
+    if (PyVectorcall_NARGS(nargsf) == 1 && m != nullptr && Py_IS_TYPE(args[0], &EphemeronEntryType)) {
+        auto *entry = reinterpret_cast<EphemeronEntry *>(args[0]);
+        if (entry->value != nullptr) {
+            ephemeron_remove(m, entry);
+        }
+    }
+    Py_RETURN_NONE;
+}
+
+void key_death_dealloc(PyObject *self) { PyObject_Free(self); }
+
+// A new KeyDeath for m, and unhooking it from a map that is going (entries
+// whose keys die later still call it).
+PyObject *new_key_death(EphemeronMap *m) {
+    auto *death = PyObject_New(KeyDeath, &KeyDeathType);
+    if (death != nullptr) {
+        death->vectorcall = key_death_call;
+        death->map = m;
+    }
+    return reinterpret_cast<PyObject *>(death);
+}
+
+void key_death_forget(PyObject *key_death) { reinterpret_cast<KeyDeath *>(key_death)->map = nullptr; }
+
+// The map an entry belongs to, NULL when the map is gone or the key's
+// callback is running.
+EphemeronMap *map_of(const EphemeronEntry *entry) {
+    PyObject *callback = entry->ref.wr_callback;  // NULL while CPython calls it
+    return callback != nullptr ? reinterpret_cast<KeyDeath *>(callback)->map : nullptr;
+}
 
 }  // namespace
 
@@ -97,7 +145,7 @@ PyObject *ephemeron_alloc(PyTypeObject *type) {
     new (&m->table) EntryTable();
     m->weakreflist = nullptr;
     m->registered_slot = SIZE_MAX;
-    Ref key_death = Ref::steal(ephemeron_new_key_death(m));
+    Ref key_death = Ref::steal(new_key_death(m));
     if (!key_death) {
         PyObject_GC_Del(m);
         return nullptr;
@@ -105,7 +153,7 @@ PyObject *ephemeron_alloc(PyTypeObject *type) {
     try {
         state.maps.push_back(m);
     } catch (const std::bad_alloc &) {
-        ephemeron_key_death_forget(key_death.get());
+        key_death_forget(key_death.get());
         PyObject_GC_Del(m);
         return PyErr_NoMemory();
     }
@@ -118,7 +166,7 @@ PyObject *ephemeron_alloc(PyTypeObject *type) {
 // The caller untracked m and cleared its weak references.
 void ephemeron_dealloc(EphemeronMap *m) {
     unregister(m);
-    ephemeron_key_death_forget(m->key_death);
+    key_death_forget(m->key_death);
     ephemeron_clear(m);
     m->table.free_arrays();
     m->table.~EntryTable();
@@ -126,7 +174,7 @@ void ephemeron_dealloc(EphemeronMap *m) {
 }
 
 PyObject *ephemeron_detach(EphemeronEntry *entry) {
-    EphemeronMap *m = ephemeron_map_of(entry);
+    EphemeronMap *m = map_of(entry);
     if (m == nullptr || entry->value == nullptr) {
         return nullptr;  // removed already, or its key is dying and the callback will
     }
@@ -154,7 +202,7 @@ int ephemeron_set(EphemeronMap *m, PyObject *key, PyObject *value) {
     // table, is read while the entry is made.
     m->table.prefetch_insert(key);
     uint64_t insertions = m->table.insertions();
-    EphemeronEntry *entry = ephemeron_new_entry(m, key);
+    EphemeronEntry *entry = ephemeron_new_entry(key, m->key_death);
     Ref made = Ref::steal(reinterpret_cast<PyObject *>(entry));
     if (!made) {
         return -1;
@@ -194,7 +242,14 @@ int ephemeron_types_ready() {
     if (EphemeronMapType.tp_flags & Py_TPFLAGS_READY) {
         return 0;
     }
-    if (ephemeron_entry_types_ready() < 0 || ephemeron_iterator_type_ready() < 0) {
+    KeyDeathType.tp_name = "coextra._KeyDeath";
+    KeyDeathType.tp_doc = "Removes an EphemeronMap entry whose key died (a weak reference callback).";
+    KeyDeathType.tp_basicsize = sizeof(KeyDeath);
+    KeyDeathType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_DISALLOW_INSTANTIATION;
+    KeyDeathType.tp_vectorcall_offset = offsetof(KeyDeath, vectorcall);
+    KeyDeathType.tp_call = PyVectorcall_Call;
+    KeyDeathType.tp_dealloc = key_death_dealloc;
+    if (PyType_Ready(&KeyDeathType) < 0 || ephemeron_entry_type_ready() < 0 || ephemeron_iterator_type_ready() < 0) {
         return -1;
     }
     return ephemeron_map_type_ready();

@@ -7,10 +7,10 @@
 // EntryTable (ephemeron_table.h), in insertion order.
 //
 // The files: ephemeron_table.{h,cpp} the table; ephemeron_entry.{h,cpp} the
-// entry type and the callback that removes an entry whose key died;
-// ephemeron_map_iterator.cpp iterating over keys, values and items;
-// ephemeron_map.cpp the map's operations (for the C API, the Python type and
-// the collector); ephemeron_map_type.cpp the Python type (the dict protocol).
+// entry type; ephemeron_map_iterator.cpp iterating over keys, values and
+// items; ephemeron_map.cpp the map's operations (for the C API, the Python
+// type and the collector) and the callback that removes an entry whose key
+// died; ephemeron_map_type.cpp the Python type (the dict protocol).
 //
 // Two mechanisms remove an entry:
 //   - the key dies by reference counting (or CPython's GC frees it): the
@@ -64,15 +64,8 @@ extern PyTypeObject EphemeronMapType;
 const std::vector<EphemeronMap *> &ephemeron_maps();
 // Entries in the tables of all maps.
 size_t ephemeron_entry_count();
-// EphemeronEntry objects that exist right now, in a table or not: tests and
-// stats() prove with it that entries are really freed.
-int64_t ephemeron_entry_live_count();
 
 int ephemeron_types_ready();
-
-// Calls visit(entry, arg) for every ephemeron entry whose key is `key` (the
-// virtual edges key -> entry), found through key's weak reference list.
-void ephemeron_visit_entries(PyObject *key, visitproc visit, void *arg);
 
 // Removes `entry` from its map, if it is still in one, and returns its value
 // (the reference the entry held), else NULL. Runs no code: the caller holds
@@ -117,10 +110,6 @@ inline EphemeronEntry *ephemeron_find_entry(const EphemeronMap *m, PyObject *key
     }
     return nullptr;
 }
-
-// The key of an entry still in a map (borrowed, alive while the entry is in
-// its map), or NULL (also while a dying key's callback is pending).
-PyObject *ephemeron_entry_key(EphemeronEntry *entry);
 
 // The C API's operations (coextra.h). `map` must be an EphemeronMap.
 // get: 1 with a new reference in *value, 0 when missing, -1 with TypeError
@@ -204,21 +193,6 @@ inline bool ephemeron_position_seed(const EphemeronMap *m, size_t position, bool
 }
 
 // --- Shared by the map's own files (ephemeron_*.cpp) ------------------------
-
-// `e` when it is an entry with a live key, else NULL (also for NULL).
-EphemeronEntry *ephemeron_usable(EphemeronEntry *e);
-
-// A new entry of m for key (its value not yet set), or NULL with an
-// exception. Allocates, so any code may run meanwhile (ephemeron_entry.cpp).
-EphemeronEntry *ephemeron_new_entry(EphemeronMap *m, PyObject *key);
-// The map an entry belongs to, NULL when the map is gone or the key's
-// callback is running (ephemeron_entry.cpp).
-EphemeronMap *ephemeron_map_of(const EphemeronEntry *entry);
-// A new KeyDeath callback for m (ephemeron_entry.cpp), and unhooking it from
-// a map that is going.
-PyObject *ephemeron_new_key_death(EphemeronMap *m);
-void ephemeron_key_death_forget(PyObject *key_death);
-int ephemeron_entry_types_ready();
 
 // The map's operations (ephemeron_map.cpp) for its Python type.
 // -1 with TypeError when key cannot be weakly referenced, else 0.
