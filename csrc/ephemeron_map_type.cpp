@@ -386,7 +386,16 @@ int update_from(EphemeronMap *m, PyObject *other) {
     return keys ? set_keys_of(m, other, keys.get()) : -1;
 }
 
-PyObject *map_update(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+// dict's constructor and update() take key=value pairs; keys given so are
+// str, which cannot be weakly referenced, so both refuse them with this.
+constexpr const char *kNoKeywordKeys = "coextra: EphemeronMap%s takes no keyword arguments (keys must support weak references, so str keys cannot be)";
+
+PyObject *map_update(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (kwnames != nullptr && PyTuple_GET_SIZE(kwnames) != 0) {
+        PyErr_Format(PyExc_TypeError, kNoKeywordKeys, ".update()");
+        return nullptr;
+    }
     if (nargs > 1) {
         PyErr_Format(PyExc_TypeError, "coextra: EphemeronMap.update() takes at most 1 argument (%zd given)", nargs);
         return nullptr;
@@ -409,7 +418,7 @@ PyObject *map_copy(PyObject *self, PyObject *) {
 int map_init(PyObject *self, PyObject *args, PyObject *kwargs) {
     PyObject *other = nullptr;
     if (kwargs != nullptr && PyDict_GET_SIZE(kwargs) != 0) {
-        PyErr_SetString(PyExc_TypeError, "coextra: EphemeronMap() takes no keyword arguments (keys must support weak references, so str keys cannot be)");
+        PyErr_Format(PyExc_TypeError, kNoKeywordKeys, "()");
         return -1;
     }
     if (!PyArg_UnpackTuple(args, "EphemeronMap", 0, 1, &other)) {
@@ -488,7 +497,7 @@ PyMethodDef map_methods[] = {
     {"items", map_items, METH_NOARGS, "items($self, /)\n--\n\nA collections.abc.ItemsView of the map."},
     {"copy", map_copy, METH_NOARGS, "copy($self, /)\n--\n\nA new EphemeronMap with the same entries."},
     {"__copy__", map_copy, METH_NOARGS, "__copy__($self, /)\n--\n\ncopy.copy(m): m.copy()."},
-    {"update", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(map_update)), METH_FASTCALL,
+    {"update", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(map_update)), METH_FASTCALL | METH_KEYWORDS,
      "update(other=(), /)\n--\n\nSets every pair of a mapping or an iterable of (key, value) pairs."},
     {"__class_getitem__", Py_GenericAlias, METH_O | METH_CLASS,
      "EphemeronMap[K, V] in annotations, as dict[K, V]."},

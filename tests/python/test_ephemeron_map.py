@@ -262,8 +262,12 @@ def test_wrong_arguments_raise_type_error_or_value_error():
         m.update(5)  # neither a mapping nor an iterable
     with pytest.raises(ValueError, match="pair"):
         m.update([(k,)])
-    with pytest.raises(TypeError, match="keyword"):
+    with pytest.raises(TypeError, match=r"^coextra: EphemeronMap\(\) takes no keyword arguments"):
         coextra.EphemeronMap(x=1)
+    with pytest.raises(TypeError, match=r"^coextra: EphemeronMap\.update\(\) takes no keyword arguments"):
+        m.update(x=1)
+    with pytest.raises(TypeError, match=r"^coextra: EphemeronMap\.update\(\) takes no keyword arguments"):
+        m.update({}, x=1)
     with pytest.raises(TypeError):
         coextra.EphemeronMap({}, {})
     assert len(m) == 0
