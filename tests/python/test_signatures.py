@@ -9,7 +9,6 @@ from __future__ import annotations
 import ast
 import inspect
 import os
-import shutil
 import subprocess
 import sys
 
@@ -18,6 +17,7 @@ import pytest
 import coextra
 from coextra import _coextra
 from conftest import REPO, make_function, subprocess_env
+from type_checkers import mypy, pyright
 
 STUB = os.path.join(REPO, "python", "coextra", "_coextra.pyi")
 
@@ -186,16 +186,10 @@ def test_stats_has_the_keys_and_types_of_the_stubs_typed_dict():
 
 
 def test_the_client_and_the_stubs_pass_mypy_strict():
-    if not _has_module("mypy"):
-        pytest.skip("mypy is not installed (requirements-dev.txt installs it)")
     # --warn-unreachable: a stub that contradicts the runtime's ABC registration
     # makes mypy skip the code after isinstance(m, MutableMapping) silently.
     for target in (CLIENT, STUB, EVALFRAME_STUB):
-        run = subprocess.run(
-            [sys.executable, "-m", "mypy", "--strict", "--warn-unreachable", "--no-incremental",
-             "--cache-dir", os.devnull, target],
-            env=subprocess_env(), capture_output=True, text=True, cwd=REPO,
-        )
+        run = mypy("--strict", "--warn-unreachable", target)
         assert run.returncode == 0, run.stdout + run.stderr
     # ... and the client runs.
     run = subprocess.run([sys.executable, CLIENT], env=subprocess_env(), capture_output=True, text=True)
@@ -203,23 +197,7 @@ def test_the_client_and_the_stubs_pass_mypy_strict():
 
 
 def test_the_client_and_the_stubs_pass_pyright_strict():
-    if not _has_module("pyright"):
-        pytest.skip("pyright is not installed (requirements-dev.txt installs it)")
-    if shutil.which("node") is None:
-        # Without Node.js pyright's wrapper would download one from npm.
-        pytest.skip("pyright needs Node.js (scripts/bootstrap.sh installs Debian's nodejs)")
-    env = subprocess_env()
-    env["PYRIGHT_PYTHON_IGNORE_WARNINGS"] = "1"  # no look-up of a newer version
     # The client asks for strict mode itself (# pyright: strict).
-    run = subprocess.run(
-        [sys.executable, "-m", "pyright", "--pythonpath", sys.executable, CLIENT, STUB, EVALFRAME_STUB],
-        env=env, capture_output=True, text=True, cwd=REPO, timeout=600,
-    )
+    run = pyright(CLIENT, STUB, EVALFRAME_STUB)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "0 errors" in run.stdout
-
-
-def _has_module(name: str) -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec(name) is not None
