@@ -15,10 +15,13 @@
 #include "../evalframe.h"
 #include "../fastcall_args.h"
 #include "checked.h"
+#include "enabled_scope.h"
 
 namespace py = pybind11;
 using namespace coextra::detail;
 using coextra_bindings::checked;
+using coextra_bindings::enabled_scope_new;
+using coextra_bindings::enabled_scope_type;
 using coextra_bindings::new_reference_or_null;
 using coextra_bindings::steal_checked;
 
@@ -93,43 +96,13 @@ PyObject *py_reset_stats(PyObject *, PyObject *) {
     Py_RETURN_NONE;
 }
 
-// What `with enabled(callback, trace=...)` restores on leaving: the backend's
-// callback and trace option from before the block, or the backend off.
-// Owns a reference to both callbacks until the block ends.
-class EnabledScope {
-public:
-    EnabledScope(py::object callback, bool trace) : callback_(std::move(callback)), trace_(trace) {}
-
-    void enter() {
-        outer_ = py::reinterpret_borrow<py::object>(evalframe_callback());
-        outer_trace_ = evalframe_traces_callback();
-        evalframe_enable(callback_.ptr(), trace_);
-    }
-
-    void exit() {
-        if (!outer_) {
-            evalframe_disable();
-        } else {
-            evalframe_enable(outer_.ptr(), outer_trace_);
-        }
-    }
-
-private:
-    py::object callback_;
-    bool trace_;
-    py::object outer_;  // empty: the backend was off before the block
-    bool outer_trace_ = false;
-};
-
 PyObject *py_enabled(PyObject *, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
     PyObject *callback = nullptr;
     bool trace = false;
     if (!parse_enable_args("evalframe.enabled", args, nargs, kwnames, &callback, &trace)) {
         return nullptr;
     }
-    return new_reference_or_null([&] {
-        return py::cast(EnabledScope(py::reinterpret_borrow<py::object>(callback), trace));
-    });
+    return enabled_scope_new(callback, trace);
 }
 
 PyMethodDef evalframe_functions[] = {
@@ -180,12 +153,7 @@ void bind_capi(py::module_ &m) {
     auto evalframe = steal_checked<py::module_>(PyModule_New("coextra._coextra._evalframe"));
     evalframe.doc() = "coextra.evalframe's functions.";
     m.attr("_evalframe") = evalframe;
-    py::class_<EnabledScope>(evalframe, "EnabledScope",
-                             "What evalframe.enabled() returns: a context manager.")
-        .def("__enter__", [](EnabledScope &scope) { scope.enter(); })
-        .def("__exit__", [](EnabledScope &scope, const py::args &) {
-            scope.exit();
-            return false;  // an exception from the block propagates
-        });
+    PyTypeObject *scope_type = checked(enabled_scope_type());
+    checked(PyModule_AddObjectRef(evalframe.ptr(), "EnabledScope", reinterpret_cast<PyObject *>(scope_type)));
     checked(PyModule_AddFunctions(evalframe.ptr(), evalframe_functions));
 }

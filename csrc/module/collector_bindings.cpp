@@ -35,8 +35,8 @@ PyObject *py_set_auto_collect(PyObject *, PyObject *const *args, Py_ssize_t narg
     if (!parse_fastcall_args("set_auto_collect", names, 1, args, nargs, kwnames, &value)) {
         return nullptr;
     }
-    int enabled = PyObject_IsTrue(value);
-    if (enabled < 0 || auto_collect_set(enabled != 0) < 0) {
+    bool enabled = false;
+    if (!bool_argument(value, "set_auto_collect(): enabled", &enabled) || auto_collect_set(enabled) < 0) {
         return nullptr;
     }
     Py_RETURN_NONE;

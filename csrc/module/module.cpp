@@ -42,24 +42,19 @@ PyObject *py_holder(PyObject *, PyObject *const *args, Py_ssize_t nargs, PyObjec
     if (code == nullptr) {
         return nullptr;
     }
-    Holder *h = registry_holder_of(code);
-    if (h != nullptr || values[1] == Py_False) {
-        return Py_NewRef(h ? reinterpret_cast<PyObject *>(h) : Py_None);
-    }
-    // create: the truth test and the allocation can run any code, which may
-    // take the function's code away (target.h): hold it until we are done.
-    Ref held = code_ref(values[0]);
-    int create = PyObject_IsTrue(values[1]);
-    if (create < 0) {
+    bool create = false;
+    if (!bool_argument(values[1], "holder(): create", &create)) {
         return nullptr;
     }
-    if (create) {
-        h = registry_ensure(held.get());
-        if (h == nullptr) {
-            return nullptr;
-        }
+    Holder *h = registry_holder_of(code);
+    if (h != nullptr || !create) {
+        return Py_NewRef(h ? reinterpret_cast<PyObject *>(h) : Py_None);
     }
-    return Py_NewRef(h ? reinterpret_cast<PyObject *>(h) : Py_None);
+    // The allocation can run any code, which may take the function's code
+    // away (target.h): hold it until we are done.
+    Ref held = code_ref(values[0]);
+    h = registry_ensure(held.get());
+    return h ? Py_NewRef(reinterpret_cast<PyObject *>(h)) : nullptr;
 }
 
 // attach(obj, product, guard=None) -> Entry

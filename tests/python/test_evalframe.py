@@ -392,6 +392,37 @@ def test_the_context_manager_restores_the_outer_state():
     assert not evalframe.is_enabled()
 
 
+def test_one_scope_entered_inside_itself_restores_each_level():
+    outer, inner = Recorder(), Recorder()
+    scope = evalframe.enabled(inner)
+    with evalframe.enabled(outer):
+        with scope:
+            with scope:
+                assert evalframe.callback() is inner
+            assert evalframe.callback() is inner
+        assert evalframe.callback() is outer
+        with scope:  # and again once left
+            assert evalframe.callback() is inner
+        assert evalframe.callback() is outer
+    assert not evalframe.is_enabled() and evalframe.callback() is None
+
+
+def test_a_scope_in_a_cycle_with_its_callback_is_collected():
+    class Backend:
+        def __call__(self, code):
+            return None
+
+    backend = Backend()
+    backend.scope = evalframe.enabled(backend)
+    with backend.scope:
+        with backend.scope:
+            pass
+    gone = weakref.ref(backend)
+    del backend
+    gc.collect()
+    assert gone() is None
+
+
 def always_raising(code):
     raise RuntimeError(f"backend bug compiling {code.co_name}")
 
