@@ -344,7 +344,7 @@ def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
     parser.add_argument("--payload", type=int, default=2048,
                         help="bytes of 'machine code' in every product (default 2048)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
-    parser.add_argument("--plot", metavar="FILE.svg", help="plot live code objects and RSS per wave (needs matplotlib: coextra[plot])")
+    parser.add_argument("--plot", metavar="FILE.svg", help="plot live code objects and RSS per wave (needs matplotlib: pip install matplotlib)")
     parser.add_argument("--collect-every-wave", action="store_true",
                         help="call coextra.collect() after every wave (default: automatic collection only)")
     parser.add_argument("--worker", choices=sorted(_workload.STORES), help=argparse.SUPPRESS)
@@ -409,7 +409,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             result["plot"] = os.path.abspath(args.plot)
             print(f"\nplot: {result['plot']}", file=out)
         else:
-            print("\nno plot: matplotlib is not installed (pip install 'coextra[plot]'); "
+            print("\nno plot: matplotlib is not installed (pip install matplotlib); "
                   "the table above has the figures", file=out)
     if args.json:
         json.dump(result, sys.stdout, indent=2)
