@@ -27,6 +27,9 @@ Entry *as_entry(PyObject *entry) { return reinterpret_cast<Entry *>(entry); }
 // read.
 const coextra_CAPI *made_table = nullptr;
 Py_ssize_t slot_index = -1;
+// The interpreter whose co_extra slots hold holders (registry.h): in any
+// other one the slot at slot_index is another co_extra user's.
+PyInterpreterState *main_interpreter = nullptr;
 
 Holder *read_slot(PyObject *code) {
     void *value = nullptr;
@@ -35,6 +38,11 @@ Holder *read_slot(PyObject *code) {
         if (index >= 0) {
             PyErr_Clear();  // only fails for a non-code object
         }
+        return nullptr;
+    }
+    // A single-phase extension can call from a legacy subinterpreter
+    // (docs/c-api.md); checked on hits only, a miss is right anywhere.
+    if (value != nullptr && PyInterpreterState_Get() != main_interpreter) {
         return nullptr;
     }
     return static_cast<Holder *>(value);
@@ -244,6 +252,7 @@ PyObject *capi_capsule() {
         };
         made_table = &table;
         slot_index = table.extra_index;
+        main_interpreter = PyInterpreterState_Main();
     }
     return PyCapsule_New(const_cast<coextra_CAPI *>(made_table), COEXTRA_CAPSULE_NAME, nullptr);
 }

@@ -112,9 +112,10 @@ typedef struct coextra_CAPI {
     Py_ssize_t extra_index;
 
     /* The holder attached to `code` (a code object), or NULL when there is
-     * none or `code` is not a code object. Borrowed (the registry owns it;
-     * see Lifetime above). Never sets an exception. One co_extra read: cheap
-     * enough for every frame. */
+     * none, `code` is not a code object, or the caller is not in the main
+     * interpreter. Borrowed (the registry owns it; see Lifetime above).
+     * Never sets an exception. One co_extra read: cheap enough for every
+     * frame. */
     PyObject *(*holder_of)(PyObject *code);
 
     /* The holder of `code`, created and attached when missing. Borrowed.
@@ -401,8 +402,9 @@ static const coextra_CAPI *coextra_api = NULL;
  * the module's C API version does not match this header. */
 static inline int coextra_import(void) {
     /* co_extra indices are per interpreter and coextra's registry lives in the
-     * main one: refuse here, so coextra_holder_of() never reads another
-     * interpreter's slot. */
+     * main one: refuse here. That covers an extension with multi-phase init,
+     * made in the interpreter that imports it; a single-phase one is handed
+     * to legacy subinterpreters without running this again (docs/c-api.md). */
     if (PyInterpreterState_Get() != PyInterpreterState_Main()) {
         PyErr_SetString(PyExc_ImportError,
                         "coextra: the C API is available in the main interpreter only");
@@ -445,8 +447,11 @@ static inline int coextra_import(void) {
  * contract as COEXTRA_API->holder_of (borrowed or NULL, never an exception
  * once imported), and the same answer: coextra clears the slot whenever it
  * detaches a holder, so a non-NULL slot always holds an attached holder.
- * `code` must be a code object (anything else: NULL). (CPython renamed the
- * accessor in 3.12; this header must stand alone.) */
+ * `code` must be a code object (anything else: NULL). Unlike the table's
+ * holder_of(), it does not check the interpreter: call it only in the main
+ * one (a multi-phase module is never reachable from another; see
+ * coextra_import()). (CPython renamed the accessor in 3.12; this header must
+ * stand alone.) */
 static inline PyObject *coextra_holder_of(PyObject *code) {
     void *holder = NULL;
     const coextra_CAPI *api = coextra_api;

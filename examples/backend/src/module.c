@@ -38,18 +38,33 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+/* Multi-phase init, so that the module is made in the interpreter that
+ * imports it, where coextra_import() refuses any but the main one (from
+ * 3.12 the slot below also has CPython refuse isolated subinterpreters
+ * first). A single-phase module (PyModule_Create) is made once and handed to
+ * legacy subinterpreters too, whose code objects' co_extra slots belong to
+ * other users. */
+static int exec_module(PyObject *module) {
+    (void)module;
+    /* ImportError when coextra is missing or of another C API version. */
+    return coextra_import();
+}
+
+static PyModuleDef_Slot slots[] = {
+    {Py_mod_exec, exec_module},
+#if PY_VERSION_HEX >= 0x030C0000
+    {Py_mod_multiple_interpreters, Py_MOD_MULTIPLE_INTERPRETERS_NOT_SUPPORTED},
+#endif
+    {0, NULL},
+};
+
 static struct PyModuleDef module = {
     .m_base = PyModuleDef_HEAD_INIT,
     .m_name = "example_backend",
     .m_doc = "A native backend on coextra's C API.",
-    .m_size = -1,
+    .m_size = 0,
     .m_methods = methods,
+    .m_slots = slots,
 };
 
-PyMODINIT_FUNC PyInit_example_backend(void) {
-    /* ImportError when coextra is missing or of another C API version. */
-    if (coextra_import() < 0) {
-        return NULL;
-    }
-    return PyModule_Create(&module);
-}
+PyMODINIT_FUNC PyInit_example_backend(void) { return PyModuleDef_Init(&module); }

@@ -11,6 +11,12 @@
  *   inline_holder_of(code)   coextra_holder_of(code) is not None
  *   cpp_ensure(code)         bool(coextra::Holder::ensure(code))
  *   imported_ensure(code)    ensure() from this file, which imported
+ *   imported_holder_of(code) COEXTRA_API->holder_of(code) from this file
+ *   imported_find(code)      COEXTRA_API->find(code, NULL, NULL, NULL)'s entry, from this file
+ *
+ * A single-phase module, so that from 3.13 a subinterpreter's import runs
+ * its init (and coextra_import()) in the main interpreter
+ * (tests/python/test_interpreters.py).
  */
 #include <coextra/coextra.h>
 
@@ -24,12 +30,30 @@ static PyObject *imported_ensure(PyObject *self, PyObject *code) {
     return holder ? PyBool_FromLong(1) : NULL;
 }
 
+static PyObject *borrowed_or_none(PyObject *holder) {
+    return Py_NewRef(holder != NULL ? holder : Py_None);
+}
+
+static PyObject *imported_holder_of(PyObject *self, PyObject *code) {
+    return borrowed_or_none(COEXTRA_API->holder_of(code));
+}
+
+static PyObject *imported_find(PyObject *self, PyObject *code) {
+    PyObject *entry = NULL;
+    if (COEXTRA_API->find(code, NULL, NULL, &entry) < 0) {
+        return NULL;
+    }
+    return entry != NULL ? entry : Py_NewRef(Py_None);  /* find() gives a new reference */
+}
+
 static PyMethodDef methods[] = {
     {"ensure", unimported_ensure, METH_O, NULL},
     {"holder_of", unimported_holder_of, METH_O, NULL},
     {"inline_holder_of", unimported_inline_holder_of, METH_O, NULL},
     {"cpp_ensure", unimported_cpp_ensure, METH_O, NULL},
     {"imported_ensure", imported_ensure, METH_O, NULL},
+    {"imported_holder_of", imported_holder_of, METH_O, NULL},
+    {"imported_find", imported_find, METH_O, NULL},
     {NULL, NULL, 0, NULL},
 };
 
