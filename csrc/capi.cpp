@@ -34,7 +34,7 @@ PyInterpreterState *main_interpreter = nullptr;
 Holder *read_slot(PyObject *code) {
     void *value = nullptr;
     Py_ssize_t index = slot_index;
-    if (index < 0 || compat::code_get_extra(code, index, &value) < 0) {
+    if (index < 0 || code == nullptr || compat::code_get_extra(code, index, &value) < 0) {
         if (index >= 0) {
             PyErr_Clear();  // only fails for a non-code object
         }
@@ -51,9 +51,9 @@ Holder *read_slot(PyObject *code) {
 PyObject *api_holder_of(PyObject *code) { return reinterpret_cast<PyObject *>(read_slot(code)); }
 
 PyObject *api_ensure(PyObject *code) {
-    if (!PyCode_Check(code)) {
-        PyErr_Format(PyExc_TypeError, "coextra: ensure() takes a code object (a function's __code__), not a '%.200s' object",
-                     Py_TYPE(code)->tp_name);
+    if (code == nullptr || !PyCode_Check(code)) {
+        PyErr_Format(PyExc_TypeError, "coextra: ensure() takes a code object (a function's __code__), not %s%.200s%s",
+                     code ? "a '" : "", code ? Py_TYPE(code)->tp_name : "NULL", code ? "' object" : "");
         return nullptr;
     }
     // Our own reference for the call (target.h's code_ref says why). If it
@@ -163,6 +163,20 @@ int api_detach(PyObject *holder) { return registry_detach(as_holder(holder)); }
 
 PyObject *api_holder_code(PyObject *holder) { return as_holder(holder)->code; }
 
+int api_set_max_entries(PyObject *holder, Py_ssize_t max_entries) {
+    if (max_entries < 0 || static_cast<size_t>(max_entries) > UINT32_MAX) {
+        PyErr_Format(PyExc_ValueError,
+                     "coextra: set_max_entries(): max_entries must be 0 (no bound) or from 1 to %lu, not %zd",
+                     static_cast<unsigned long>(UINT32_MAX), max_entries);
+        return -1;
+    }
+    Ref keep = Ref::borrow(holder);  // eviction frees products, which may run any code
+    holder_set_max_entries(as_holder(holder), static_cast<uint32_t>(max_entries));
+    return 0;
+}
+
+Py_ssize_t api_max_entries(PyObject *holder) { return as_holder(holder)->max_entries; }
+
 int api_closed() {
     // registry_get() raises when the registry is gone; keep whatever exception
     // the caller may have pending, since closed() promises not to touch it.
@@ -249,6 +263,8 @@ PyObject *capi_capsule() {
             api_map_set,
             api_map_delete,
             api_map_size,
+            api_set_max_entries,
+            api_max_entries,
         };
         made_table = &table;
         slot_index = table.extra_index;

@@ -133,14 +133,18 @@ TEST_F(CAPI, ImportAcceptsANewerModuleWithALargerTable) {
     EXPECT_EQ(COEXTRA_API, real);
 }
 
-TEST_F(CAPI, ARevisionOneModuleIsRefusedByThisHeader) {
-    static coextra_CAPI revision_one;
-    revision_one = *COEXTRA_API;
-    revision_one.table_size = offsetof(coextra_CAPI, map_new);  // the table before ephemeron maps
-    CapsuleSwap swap(py::reinterpret_steal<py::object>(
-        PyCapsule_New(&revision_one, COEXTRA_CAPSULE_NAME, nullptr)));
-    EXPECT_EQ(coextra_import(), -1);
-    EXPECT_NE(import_error_message().find("older"), std::string::npos);
+TEST_F(CAPI, AModuleOfAnEarlierRevisionIsRefusedByThisHeader) {
+    // The table as revision 1 (before ephemeron maps) and revision 2 (before
+    // holder bounds) exported it.
+    for (size_t size : {offsetof(coextra_CAPI, map_new), offsetof(coextra_CAPI, set_max_entries)}) {
+        static coextra_CAPI earlier;
+        earlier = *COEXTRA_API;
+        earlier.table_size = size;
+        CapsuleSwap swap(py::reinterpret_steal<py::object>(
+            PyCapsule_New(&earlier, COEXTRA_CAPSULE_NAME, nullptr)));
+        EXPECT_EQ(coextra_import(), -1) << size;
+        EXPECT_NE(import_error_message().find("older"), std::string::npos);
+    }
 }
 
 TEST_F(CAPI, ImportFailsWithImportErrorWhenTheCapsuleIsMissing) {
@@ -186,6 +190,20 @@ TEST_F(CAPI, TheLookupsAnswerNoHolderForWhatIsNotACodeObject) {
     EXPECT_EQ(COEXTRA_API->find(f.ptr(), nullptr, nullptr, &found), 0);
     EXPECT_EQ(found, nullptr);
     EXPECT_FALSE(PyErr_Occurred());
+}
+
+TEST_F(CAPI, NullCodeIsNoHolderForTheLookupsAndATypeErrorForEnsure) {
+    PyObject *found = reinterpret_cast<PyObject *>(1);
+    EXPECT_EQ(COEXTRA_API->holder_of(nullptr), nullptr);
+    EXPECT_EQ(coextra_holder_of(nullptr), nullptr);
+    EXPECT_EQ(COEXTRA_API->find(nullptr, nullptr, nullptr, &found), 0);
+    EXPECT_EQ(found, nullptr);
+    EXPECT_FALSE(PyErr_Occurred());
+    EXPECT_EQ(COEXTRA_API->ensure(nullptr), nullptr);
+    ASSERT_TRUE(PyErr_ExceptionMatches(PyExc_TypeError));
+    py::error_already_set error;
+    EXPECT_NE(std::string(error.what()).find("takes a code object (a function's __code__), not NULL"),
+              std::string::npos) << error.what();
 }
 
 // What a file that never called coextra_import() sees: its table pointer is
@@ -281,6 +299,10 @@ TEST_F(CAPI, EveryFunctionRaisesNamingCoextraImportInAFileThatHasNotImported) {
         EXPECT_TRUE(raised_not_imported("COEXTRA_API->map_delete"));
         EXPECT_EQ(COEXTRA_API->map_size(map.ptr()), -1);
         EXPECT_TRUE(raised_not_imported("COEXTRA_API->map_size"));
+        EXPECT_EQ(COEXTRA_API->set_max_entries(h, 1), -1);
+        EXPECT_TRUE(raised_not_imported("COEXTRA_API->set_max_entries"));
+        EXPECT_EQ(COEXTRA_API->max_entries(h), -1);
+        EXPECT_TRUE(raised_not_imported("COEXTRA_API->max_entries"));
         // The C++ wrapper goes through the same table.
         EXPECT_FALSE(coextra::Holder::ensure(code));
         EXPECT_TRUE(raised_not_imported("COEXTRA_API->ensure"));
@@ -421,6 +443,42 @@ TEST_F(CAPI, ForEachVisitsMostRecentlyUsedFirstAndCanStopOrFail) {
 int clear_holder_while_visiting(PyObject *, PyObject *, void *context) {
     COEXTRA_API->clear(static_cast<PyObject *>(context));
     return 0;
+}
+
+TEST_F(CAPI, SetMaxEntriesBoundsAHolderAndEvictsTheLeastRecentlyUsedAtOnce) {
+    py::object f = make_function("f");
+    PyObject *h = COEXTRA_API->ensure(code_ptr(f));
+    ASSERT_NE(h, nullptr);
+    EXPECT_EQ(COEXTRA_API->max_entries(h), 0) << "no bound by default";
+    for (int i = 0; i < 3; i++) {
+        Py_DECREF(COEXTRA_API->add(h, py::int_(i).ptr(), nullptr));
+    }
+    ASSERT_EQ(COEXTRA_API->set_max_entries(h, 2), 0);
+    EXPECT_EQ(COEXTRA_API->max_entries(h), 2);
+    EXPECT_EQ(COEXTRA_API->size(h), 2) << "evicted at once";
+    Py_DECREF(COEXTRA_API->add(h, py::int_(3).ptr(), nullptr));
+    std::vector<long> kept;
+    COEXTRA_API->for_each(h, [](PyObject *, PyObject *product, void *context) {
+        static_cast<std::vector<long> *>(context)->push_back(PyLong_AsLong(product));
+        return 0;
+    }, &kept);
+    EXPECT_EQ(kept, (std::vector<long>{3, 2})) << "the least recently used go";
+    // The Python attribute sees the same bound.
+    EXPECT_EQ(py::handle(h).attr("max_entries").cast<long>(), 2);
+    ASSERT_EQ(COEXTRA_API->set_max_entries(h, 0), 0);
+    EXPECT_TRUE(py::handle(h).attr("max_entries").is_none());
+    for (Py_ssize_t bad : {Py_ssize_t{-1}, static_cast<Py_ssize_t>(UINT32_MAX) + 1}) {
+        EXPECT_EQ(COEXTRA_API->set_max_entries(h, bad), -1);
+        ASSERT_TRUE(PyErr_ExceptionMatches(PyExc_ValueError));
+        py::error_already_set error;
+        EXPECT_NE(std::string(error.what()).find("max_entries must be 0 (no bound) or from 1 to 4294967295"),
+                  std::string::npos) << error.what();
+    }
+    EXPECT_EQ(COEXTRA_API->max_entries(h), 0) << "a refused bound changes nothing";
+    coextra::Holder wrapped = coextra::Holder::of(code_ptr(f));
+    EXPECT_EQ(wrapped.set_max_entries(1), 0);
+    EXPECT_EQ(wrapped.max_entries(), 1);
+    EXPECT_EQ(wrapped.size(), 1);
 }
 
 TEST_F(CAPI, ForEachWalksASnapshotTheVisitMayChange) {

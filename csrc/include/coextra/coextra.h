@@ -34,9 +34,9 @@
  * Code objects. The functions that take `code` (holder_of, ensure, find and
  * the inline coextra_holder_of) take a code object, not a function, a method
  * or a frame: pass PyFunction_GetCode(f) or the frame's code. ensure() raises
- * TypeError for anything else; holder_of(), find() and coextra_holder_of()
- * answer "no holder" (NULL, 0) without an exception, so the per-frame path
- * has no type check of its own. (coextra's Python functions, unlike these,
+ * TypeError for anything else, NULL included; holder_of(), find() and
+ * coextra_holder_of() answer "no holder" (NULL, 0) without an exception, so
+ * the per-frame path has no type check of its own. (coextra's Python functions, unlike these,
  * accept functions and methods too.)
  *
  * Objects. A holder is the cache of one code object: an ordered list of
@@ -88,8 +88,9 @@ extern "C" {
 #endif
 
 #define COEXTRA_CAPI_VERSION 1
-/* Revision 1: holder_of ... collect. Revision 2: map_new ... map_size. */
-#define COEXTRA_CAPI_REVISION 2
+/* Revision 1: holder_of ... collect. Revision 2: map_new ... map_size.
+ * Revision 3: set_max_entries, max_entries. */
+#define COEXTRA_CAPI_REVISION 3
 #define COEXTRA_CAPSULE_NAME "coextra._coextra._C_API"
 
 /* A native guard: decides whether a cached product applies.
@@ -221,6 +222,16 @@ typedef struct coextra_CAPI {
     int (*map_delete)(PyObject *map, PyObject *key);
     /* The number of entries of `map`, or -1 with TypeError. */
     Py_ssize_t (*map_size)(PyObject *map);
+
+    /* Revision 3: a holder's bound (Holder.max_entries in Python). */
+
+    /* Bounds `holder` to `max_entries` entries, 1 to 4294967295, or removes
+     * its bound with 0; entries beyond the bound are evicted at once, least
+     * recently used first, which may run Python code (a product's __del__).
+     * 0, or -1 with ValueError for another value. */
+    int (*set_max_entries)(PyObject *holder, Py_ssize_t max_entries);
+    /* The bound of `holder`, 0 when it has none. Never fails. */
+    Py_ssize_t (*max_entries)(PyObject *holder);
 } coextra_CAPI;
 
 /* The table of a file that has not imported (see "Files" above): every
@@ -343,6 +354,16 @@ static inline Py_ssize_t coextra_unimported_map_size(PyObject *map) {
     coextra_unimported("COEXTRA_API->map_size");
     return -1;
 }
+static inline int coextra_unimported_set_max_entries(PyObject *holder, Py_ssize_t max_entries) {
+    (void)holder, (void)max_entries;
+    coextra_unimported("COEXTRA_API->set_max_entries");
+    return -1;
+}
+static inline Py_ssize_t coextra_unimported_max_entries(PyObject *holder) {
+    (void)holder;
+    coextra_unimported("COEXTRA_API->max_entries");
+    return -1;
+}
 
 static const coextra_CAPI coextra_unimported_table = {
     COEXTRA_CAPI_VERSION,
@@ -369,6 +390,8 @@ static const coextra_CAPI coextra_unimported_table = {
     coextra_unimported_map_set,
     coextra_unimported_map_delete,
     coextra_unimported_map_size,
+    coextra_unimported_set_max_entries,
+    coextra_unimported_max_entries,
 };
 
 /* The table pointer, NULL until coextra_import() succeeds (see "Files"
@@ -457,6 +480,9 @@ static inline PyObject *coextra_holder_of(PyObject *code) {
     const coextra_CAPI *api = coextra_api;
     if (api == NULL) {
         coextra_unimported("coextra_holder_of");
+        return NULL;
+    }
+    if (code == NULL) {
         return NULL;
     }
 #if PY_VERSION_HEX >= 0x030C0000

@@ -40,7 +40,8 @@ private:
 
 // A holder with a strong reference of its own, so it stays a valid object
 // even if it is detached while this wrapper exists (it then works as a plain
-// container, as every detached holder does).
+// container, as every detached holder does). Its methods need a holder: test
+// an empty one (`if (h)`) first, as a pointer. The same goes for Entry.
 class Holder {
 public:
     Holder() = default;
@@ -84,6 +85,9 @@ public:
     }
 
     Py_ssize_t size() const { return COEXTRA_API->size(holder_.get()); }
+    // The bound (0: none); setting it evicts beyond it. -1 + ValueError for a bad bound.
+    Py_ssize_t max_entries() const { return COEXTRA_API->max_entries(holder_.get()); }
+    int set_max_entries(Py_ssize_t bound) const { return COEXTRA_API->set_max_entries(holder_.get(), bound); }
     bool remove(const Entry &entry) const { return COEXTRA_API->remove(holder_.get(), entry.get()) == 1; }
     void clear() const { COEXTRA_API->clear(holder_.get()); }
     bool detach() const { return COEXTRA_API->detach(holder_.get()) == 1; }
