@@ -36,8 +36,8 @@
  * or a frame: pass PyFunction_GetCode(f) or the frame's code. ensure() raises
  * TypeError for anything else, NULL included; holder_of(), find() and
  * coextra_holder_of() answer "no holder" (NULL, 0) without an exception, so
- * the per-frame path has no type check of its own. (coextra's Python functions, unlike these,
- * accept functions and methods too.)
+ * the per-frame path has no type check of its own. (coextra's Python
+ * functions, unlike these, accept functions and methods too.)
  *
  * Objects. A holder is the cache of one code object: an ordered list of
  * entries, most recently used first. An entry is one cached product (any
@@ -199,8 +199,9 @@ typedef struct coextra_CAPI {
      * (coextra.collect()). Returns how many holders it detached because their
      * code object was reachable only through its own cache, plus how many map
      * entries it removed because their key was reachable only through map
-     * values and caches, or -1 with an exception (out of memory). Detaching frees products, so it may run Python code and free
-     * any holder you borrowed. Returns 0 when called during a collection. */
+     * values and caches, or -1 with an exception (out of memory). Detaching
+     * frees products, so it may run Python code and free any holder you
+     * borrowed. Returns 0 when called during a collection. */
     Py_ssize_t (*collect)(void);
 
     /* Revision 2: ephemeron maps (see "Ephemeron maps" above). */

@@ -30,12 +30,9 @@ static PyObject *imported_ensure(PyObject *self, PyObject *code) {
     return holder ? PyBool_FromLong(1) : NULL;
 }
 
-static PyObject *borrowed_or_none(PyObject *holder) {
-    return Py_NewRef(holder != NULL ? holder : Py_None);
-}
-
 static PyObject *imported_holder_of(PyObject *self, PyObject *code) {
-    return borrowed_or_none(COEXTRA_API->holder_of(code));
+    PyObject *holder = COEXTRA_API->holder_of(code);  /* borrowed */
+    return Py_NewRef(holder != NULL ? holder : Py_None);
 }
 
 static PyObject *imported_find(PyObject *self, PyObject *code) {
