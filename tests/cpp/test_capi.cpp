@@ -700,6 +700,66 @@ TEST_F(CAPI, CppWrapperReportsErrorsTheCPythonWay) {
     PyErr_Clear();
 }
 
+TEST_F(CAPI, CppMapWrapperSetsFindsAndErasesByKeyIdentity) {
+    coextra::EphemeronMap map = coextra::EphemeronMap::create();
+    ASSERT_TRUE(map);
+    py::object key = make_function("k");
+    py::object equal_twin = make_function("k");
+    py::str value("compiled");
+    coextra::Ref found = coextra::Ref::borrow(Py_None);
+    EXPECT_EQ(map.find(key.ptr(), found), 0);
+    EXPECT_FALSE(found) << "a miss empties the result";
+    ASSERT_EQ(map.set(key.ptr(), value.ptr()), 0);
+    EXPECT_EQ(map.size(), 1);
+    ASSERT_EQ(map.find(key.ptr(), found), 1);
+    EXPECT_EQ(found.get(), value.ptr());
+    EXPECT_EQ(map.find(equal_twin.ptr(), found), 0) << "identity, not equality";
+    EXPECT_EQ(map.erase(key.ptr()), 1);
+    EXPECT_EQ(map.erase(key.ptr()), 0);
+    EXPECT_EQ(map.size(), 0);
+}
+
+TEST_F(CAPI, CppMapWrapperSharesAMapMadeInPythonAndItsEntriesDieWithTheirKeys) {
+    py::object made = py::module_::import("coextra").attr("EphemeronMap")();
+    coextra::EphemeronMap map = coextra::EphemeronMap::borrow(made.ptr());
+    py::object key = make_function("k");
+    py::list value;
+    value.append(key);  // the value keeps its own key: a WeakKeyDictionary would leak it
+    ASSERT_EQ(map.set(key.ptr(), value.ptr()), 0);
+    EXPECT_EQ(py::len(made), 1u) << "the wrapper and Python see one map";
+    py::object alive = py::module_::import("weakref").attr("ref")(key);
+    key = py::object();
+    value = py::list();
+    made = py::object();  // the wrapper's own reference keeps the map
+    py::module_::import("gc").attr("collect")();  // automatic collection may remove it here
+    EXPECT_GE(coextra::collect(), 0);
+    py::module_::import("gc").attr("collect")();
+    EXPECT_EQ(map.size(), 0);
+    EXPECT_TRUE(alive().is_none());
+}
+
+TEST_F(CAPI, CppMapWrapperReportsErrorsTheCPythonWay) {
+    py::dict not_a_map;
+    coextra::EphemeronMap wrong = coextra::EphemeronMap::borrow(not_a_map.ptr());
+    py::object key = make_function("k");
+    coextra::Ref found;
+    EXPECT_EQ(wrong.find(key.ptr(), found), -1);
+    EXPECT_FALSE(found);
+    EXPECT_TRUE(PyErr_ExceptionMatches(PyExc_TypeError));
+    PyErr_Clear();
+    EXPECT_EQ(wrong.size(), -1);
+    EXPECT_TRUE(PyErr_ExceptionMatches(PyExc_TypeError));
+    PyErr_Clear();
+    coextra::EphemeronMap map = coextra::EphemeronMap::create();
+    py::int_ number(7);
+    EXPECT_EQ(map.set(number.ptr(), key.ptr()), -1) << "an int cannot be weakly referenced";
+    EXPECT_TRUE(PyErr_ExceptionMatches(PyExc_TypeError));
+    PyErr_Clear();
+    EXPECT_EQ(map.erase(number.ptr()), -1);
+    EXPECT_TRUE(PyErr_ExceptionMatches(PyExc_TypeError));
+    PyErr_Clear();
+}
+
 // --- coextra::Ref (ref.hpp), the owned reference the wrapper and the core use
 
 TEST(Ref, OwnsOneReferenceUntilReleasedOrReset) {

@@ -1,10 +1,11 @@
 /* coextra.h -- the C API of coextra, for native frame-evaluation backends.
  *
- * Include this header (C or C++) and call coextra_import() once, typically in
- * your module's init function. There is nothing to link: the functions come
- * from the extension module coextra._coextra through the PyCapsule
- * "coextra._coextra._C_API", the pattern of NumPy's and datetime's C APIs.
- * The directory to add to your include path is coextra.get_include().
+ * Include this header (C99 or C++11, or later) and call coextra_import()
+ * once, typically in your module's init function. There is nothing to link:
+ * the functions come from the extension module coextra._coextra through the
+ * PyCapsule "coextra._coextra._C_API", the pattern of NumPy's and datetime's
+ * C APIs. The directory to add to your include path is
+ * coextra.get_include().
  *
  *     #include <coextra/coextra.h>
  *
@@ -82,6 +83,17 @@
 #endif
 #include <Python.h>
 #include <stddef.h>
+
+/* NULL and casts that strict C++ warnings accept (-Wzero-as-null-pointer-constant,
+ * -Wold-style-cast), so that including this header adds none to a client's
+ * build; CPython's own headers do the same from 3.12. */
+#ifdef __cplusplus
+#define COEXTRA_NULL nullptr
+#define COEXTRA_CAST(type, expression) static_cast<type>(expression)
+#else
+#define COEXTRA_NULL NULL
+#define COEXTRA_CAST(type, expression) ((type)(expression))
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -251,44 +263,44 @@ static inline void coextra_unimported(const char *function) {
 static inline PyObject *coextra_unimported_holder_of(PyObject *code) {
     (void)code;
     coextra_unimported("COEXTRA_API->holder_of");
-    return NULL;
+    return COEXTRA_NULL;
 }
 static inline PyObject *coextra_unimported_ensure(PyObject *code) {
     (void)code;
     coextra_unimported("COEXTRA_API->ensure");
-    return NULL;
+    return COEXTRA_NULL;
 }
 static inline PyObject *coextra_unimported_add(PyObject *holder, PyObject *product, PyObject *guard) {
     (void)holder, (void)product, (void)guard;
     coextra_unimported("COEXTRA_API->add");
-    return NULL;
+    return COEXTRA_NULL;
 }
 static inline PyObject *coextra_unimported_entry_product(PyObject *entry) {
     (void)entry;
     coextra_unimported("COEXTRA_API->entry_product");
-    return NULL;
+    return COEXTRA_NULL;
 }
 static inline PyObject *coextra_unimported_entry_guard(PyObject *entry) {
     (void)entry;
     coextra_unimported("COEXTRA_API->entry_guard");
-    return NULL;
+    return COEXTRA_NULL;
 }
 static inline int coextra_unimported_lookup(PyObject *holder, coextra_guard match, void *context,
                                             PyObject **found) {
     (void)holder, (void)match, (void)context;
-    *found = NULL;
+    *found = COEXTRA_NULL;
     coextra_unimported("COEXTRA_API->lookup");
     return -1;
 }
 static inline PyObject *coextra_unimported_front(PyObject *holder) {
     (void)holder;
     coextra_unimported("COEXTRA_API->front");
-    return NULL;
+    return COEXTRA_NULL;
 }
 static inline int coextra_unimported_find(PyObject *code, coextra_guard match, void *context,
                                           PyObject **found) {
     (void)code, (void)match, (void)context;
-    *found = NULL;
+    *found = COEXTRA_NULL;
     coextra_unimported("COEXTRA_API->find");
     return -1;
 }
@@ -319,7 +331,7 @@ static inline int coextra_unimported_detach(PyObject *holder) {
 static inline PyObject *coextra_unimported_holder_code(PyObject *holder) {
     (void)holder;
     coextra_unimported("COEXTRA_API->holder_code");
-    return NULL;
+    return COEXTRA_NULL;
 }
 /* 1: a backend that checks closed() stops compiling. */
 static inline int coextra_unimported_closed(void) {
@@ -332,11 +344,11 @@ static inline Py_ssize_t coextra_unimported_collect(void) {
 }
 static inline PyObject *coextra_unimported_map_new(void) {
     coextra_unimported("COEXTRA_API->map_new");
-    return NULL;
+    return COEXTRA_NULL;
 }
 static inline int coextra_unimported_map_get(PyObject *map, PyObject *key, PyObject **value) {
     (void)map, (void)key;
-    *value = NULL;
+    *value = COEXTRA_NULL;
     coextra_unimported("COEXTRA_API->map_get");
     return -1;
 }
@@ -409,22 +421,23 @@ static const coextra_CAPI coextra_unimported_table = {
 #if defined(COEXTRA_NO_IMPORT)
 extern const coextra_CAPI *coextra_api;
 #else
-const coextra_CAPI *coextra_api = NULL;
+const coextra_CAPI *coextra_api = COEXTRA_NULL;
 #endif
 #elif defined(COEXTRA_NO_IMPORT)
 #error "coextra: COEXTRA_NO_IMPORT is defined without COEXTRA_API_UNIQUE_SYMBOL; #define COEXTRA_API_UNIQUE_SYMBOL to one name of yours (e.g. mybackend_coextra_api) in every file of the extension, before including coextra/coextra.h"
 #else
-static const coextra_CAPI *coextra_api = NULL;
+static const coextra_CAPI *coextra_api = COEXTRA_NULL;
 #endif
 
 /* The table: the imported one, or the raising one of a file that has not
  * imported. Never NULL. */
-#define COEXTRA_API (coextra_api != NULL ? coextra_api : &coextra_unimported_table)
+#define COEXTRA_API (coextra_api != COEXTRA_NULL ? coextra_api : &coextra_unimported_table)
 
 /* Imports coextra._coextra and fetches its C API. Returns 0 on success, or -1
  * with ImportError set when the module or the capsule is missing, or when
  * the module's C API version does not match this header. */
 static inline int coextra_import(void) {
+    const coextra_CAPI *api;
     /* co_extra indices are per interpreter and coextra's registry lives in the
      * main one: refuse here. That covers an extension with multi-phase init,
      * made in the interpreter that imports it; a single-phase one is handed
@@ -434,8 +447,8 @@ static inline int coextra_import(void) {
                         "coextra: the C API is available in the main interpreter only");
         return -1;
     }
-    const coextra_CAPI *api = (const coextra_CAPI *)PyCapsule_Import(COEXTRA_CAPSULE_NAME, 0);
-    if (api == NULL) {
+    api = COEXTRA_CAST(const coextra_CAPI *, PyCapsule_Import(COEXTRA_CAPSULE_NAME, 0));
+    if (api == COEXTRA_NULL) {
         if (!PyErr_ExceptionMatches(PyExc_ImportError)) {
             /* PyCapsule_Import raises AttributeError for a missing capsule. */
             PyObject *type, *value, *traceback;
@@ -452,7 +465,7 @@ static inline int coextra_import(void) {
         PyErr_Format(PyExc_ImportError,
                      "coextra: C API version %u was built, but this extension needs version %u; "
                      "rebuild it against coextra.get_include()",
-                     api->version, (unsigned int)COEXTRA_CAPI_VERSION);
+                     api->version, COEXTRA_CAST(unsigned int, COEXTRA_CAPI_VERSION));
         return -1;
     }
     if (api->table_size < sizeof(coextra_CAPI)) {
@@ -477,14 +490,14 @@ static inline int coextra_import(void) {
  * coextra_import()). (CPython renamed the accessor in 3.12; this header must
  * stand alone.) */
 static inline PyObject *coextra_holder_of(PyObject *code) {
-    void *holder = NULL;
+    void *holder = COEXTRA_NULL;
     const coextra_CAPI *api = coextra_api;
-    if (api == NULL) {
+    if (api == COEXTRA_NULL) {
         coextra_unimported("coextra_holder_of");
-        return NULL;
+        return COEXTRA_NULL;
     }
-    if (code == NULL) {
-        return NULL;
+    if (code == COEXTRA_NULL) {
+        return COEXTRA_NULL;
     }
 #if PY_VERSION_HEX >= 0x030C0000
     if (PyUnstable_Code_GetExtra(code, api->extra_index, &holder) < 0) {
@@ -492,9 +505,9 @@ static inline PyObject *coextra_holder_of(PyObject *code) {
     if (_PyCode_GetExtra(code, api->extra_index, &holder) < 0) {
 #endif
         PyErr_Clear();
-        return NULL;
+        return COEXTRA_NULL;
     }
-    return (PyObject *)holder;
+    return COEXTRA_CAST(PyObject *, holder);
 }
 
 #ifdef __cplusplus

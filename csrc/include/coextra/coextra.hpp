@@ -1,4 +1,4 @@
-// coextra.hpp -- header-only C++ wrapper over coextra's C API (coextra.h).
+// coextra.hpp -- header-only C++ wrapper over coextra's C API (coextra.h), C++14 or later.
 //
 // RAII references (coextra::Ref, ref.hpp) and lambdas for guards and visits; no pybind11, no C++
 // exceptions: every fallible call reports failure the CPython way (an empty
@@ -107,6 +107,44 @@ private:
     }
 
     Ref holder_;
+};
+
+// A coextra.EphemeronMap with a strong reference of its own: keys by identity,
+// each entry alive exactly as long as its key is reachable from outside map
+// values and caches (coextra.h, "Ephemeron maps"). Test an empty one
+// (`if (m)`) first, as a pointer. The map functions check the map's type:
+// borrow() of anything else gives a wrapper whose calls raise TypeError.
+class EphemeronMap {
+public:
+    EphemeronMap() = default;
+
+    // A new, empty map; empty with an exception set on failure.
+    static EphemeronMap create() { return EphemeronMap(Ref::steal(COEXTRA_API->map_new())); }
+    // A map made elsewhere (handed over from Python, say), with a reference of
+    // this wrapper's own.
+    static EphemeronMap borrow(PyObject *map) { return EphemeronMap(Ref::borrow(map)); }
+
+    explicit operator bool() const { return static_cast<bool>(map_); }
+    PyObject *get() const { return map_.get(); }
+
+    // The value of `key`, held by `value`: 1, 0 when missing (`value` empty),
+    // or -1 with an exception (TypeError).
+    int find(PyObject *key, Ref &value) const {
+        PyObject *found = nullptr;
+        int result = COEXTRA_API->map_get(map_.get(), key, &found);
+        value = Ref::steal(found);
+        return result;
+    }
+    // 0, or -1 with an exception (TypeError, MemoryError). May run Python code.
+    int set(PyObject *key, PyObject *value) const { return COEXTRA_API->map_set(map_.get(), key, value); }
+    // 1 when `key` was there, 0 when not, -1 with an exception (TypeError).
+    int erase(PyObject *key) const { return COEXTRA_API->map_delete(map_.get(), key); }
+    // The number of entries, or -1 with TypeError.
+    Py_ssize_t size() const { return COEXTRA_API->map_size(map_.get()); }
+
+private:
+    explicit EphemeronMap(Ref map) : map_(std::move(map)) {}
+    Ref map_;
 };
 
 // Runs the cycle collector now; the holders it detached plus the map entries
