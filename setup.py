@@ -69,6 +69,11 @@ class BuildPyWithHeaders(build_py):
 free_threaded = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
 
 setup(
+    # setuptools' build directory is per interpreter for the compiled parts
+    # only; bdist_wheel's staging directory (build/bdist.<platform>) would be
+    # shared, so wheels built at once for two Pythons from one checkout could
+    # take each other's files.
+    options={"build": {"build_base": f"build/setuptools-{sys.implementation.cache_tag}"}},
     package_dir={"": "python"},
     packages=["coextra", "coextra.stress"],
     package_data={"coextra": ["py.typed", "*.pyi"]},
