@@ -415,6 +415,65 @@ PyObject *map_copy(PyObject *self, PyObject *) {
     return copy.release();
 }
 
+// __deepcopy__(memo): a new map with the same keys (compared by identity,
+// never copied) and deep copies of the values, as WeakKeyDictionary's. The
+// new map is in memo before any value is copied, so a value that references
+// the map references its copy.
+PyObject *map_deepcopy(PyObject *self, PyObject *memo) {
+    Ref copy_module = Ref::steal(PyImport_ImportModule("copy"));
+    Ref deepcopy = copy_module ? Ref::steal(PyObject_GetAttrString(copy_module.get(), "deepcopy")) : Ref();
+    Ref copy = deepcopy ? Ref::steal(ephemeron_alloc(&EphemeronMapType)) : Ref();
+    Ref id = copy ? Ref::steal(PyLong_FromVoidPtr(self)) : Ref();
+    if (!id || (memo != Py_None && PyObject_SetItem(memo, id.get(), copy.get()) < 0)) {
+        return nullptr;
+    }
+    Ref items = items_list(reinterpret_cast<EphemeronMap *>(self));
+    if (!items) {
+        return nullptr;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items.get()); i++) {
+        PyObject *pair = PyList_GET_ITEM(items.get(), i);
+        PyObject *call[] = {PyTuple_GET_ITEM(pair, 1), memo};
+        Ref value = Ref::steal(PyObject_Vectorcall(deepcopy.get(), call, 2, nullptr));
+        if (!value || ephemeron_set(reinterpret_cast<EphemeronMap *>(copy.get()), PyTuple_GET_ITEM(pair, 0),
+                                    value.get()) < 0) {
+            return nullptr;
+        }
+    }
+    return copy.release();
+}
+
+// m | other and other | m, as WeakKeyDictionary's (dict's, with any
+// collections.abc.Mapping on the other side): a new map with the left
+// operand's entries, then the right one's. Anything else: NotImplemented.
+PyObject *map_or(PyObject *left, PyObject *right) {
+    Ref abc_mapping;
+    for (PyObject *operand : {left, right}) {
+        if (Py_IS_TYPE(operand, &EphemeronMapType)) {
+            continue;
+        }
+        abc_mapping = abc_attribute("Mapping");
+        int mapping = abc_mapping ? PyObject_IsInstance(operand, abc_mapping.get()) : -1;
+        if (mapping <= 0) {
+            return mapping < 0 ? nullptr : Py_NewRef(Py_NotImplemented);
+        }
+    }
+    Ref result = Ref::steal(ephemeron_alloc(&EphemeronMapType));
+    auto *m = reinterpret_cast<EphemeronMap *>(result.get());
+    if (!result || update_from(m, left) < 0 || update_from(m, right) < 0) {
+        return nullptr;
+    }
+    return result.release();
+}
+
+// m |= other: m.update(other), as dict's: a mapping or an iterable of pairs.
+PyObject *map_inplace_or(PyObject *self, PyObject *other) {
+    if (update_from(reinterpret_cast<EphemeronMap *>(self), other) < 0) {
+        return nullptr;
+    }
+    return Py_NewRef(self);
+}
+
 int map_init(PyObject *self, PyObject *args, PyObject *kwargs) {
     PyObject *other = nullptr;
     if (kwargs != nullptr && PyDict_GET_SIZE(kwargs) != 0) {
@@ -497,6 +556,8 @@ PyMethodDef map_methods[] = {
     {"items", map_items, METH_NOARGS, "items($self, /)\n--\n\nA collections.abc.ItemsView of the map."},
     {"copy", map_copy, METH_NOARGS, "copy($self, /)\n--\n\nA new EphemeronMap with the same entries."},
     {"__copy__", map_copy, METH_NOARGS, "__copy__($self, /)\n--\n\ncopy.copy(m): m.copy()."},
+    {"__deepcopy__", map_deepcopy, METH_O,
+     "__deepcopy__($self, memo, /)\n--\n\ncopy.deepcopy(m): the same keys, deep copies of the values."},
     {"update", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(map_update)), METH_FASTCALL | METH_KEYWORDS,
      "update(other=(), /)\n--\n\nSets every pair of a mapping or an iterable of (key, value) pairs."},
     {"__class_getitem__", Py_GenericAlias, METH_O | METH_CLASS,
@@ -505,6 +566,7 @@ PyMethodDef map_methods[] = {
 };
 
 PyMappingMethods map_as_mapping = {map_length, map_subscript, map_ass_subscript};
+PyNumberMethods map_as_number = {};
 PySequenceMethods map_as_sequence = {};
 
 }  // namespace
@@ -513,6 +575,8 @@ PyTypeObject EphemeronMapType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
 int ephemeron_map_type_ready() {
     map_as_sequence.sq_contains = map_contains;
+    map_as_number.nb_or = map_or;
+    map_as_number.nb_inplace_or = map_inplace_or;
     EphemeronMapType.tp_name = "coextra.EphemeronMap";
     EphemeronMapType.tp_doc =
         "EphemeronMap(other=(), /)\n--\n\n"
@@ -534,6 +598,7 @@ int ephemeron_map_type_ready() {
     EphemeronMapType.tp_iter = map_iter;
     EphemeronMapType.tp_as_mapping = &map_as_mapping;
     EphemeronMapType.tp_as_sequence = &map_as_sequence;
+    EphemeronMapType.tp_as_number = &map_as_number;
     EphemeronMapType.tp_methods = map_methods;
     EphemeronMapType.tp_weaklistoffset = offsetof(EphemeronMap, weakreflist);
     return PyType_Ready(&EphemeronMapType);

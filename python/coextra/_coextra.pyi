@@ -1,5 +1,6 @@
 from _typeshed import SupportsKeysAndGetItem
 from types import CodeType, ModuleType
+from typing_extensions import Self
 from typing import (
     Any,
     Callable,
@@ -9,6 +10,7 @@ from typing import (
     Iterator,
     KeysView,
     Literal,
+    Mapping,
     MutableMapping,
     Optional,
     TypedDict,
@@ -48,6 +50,8 @@ class Holder:
 _K = TypeVar("_K")
 _V = TypeVar("_V")
 _T = TypeVar("_T")
+_T1 = TypeVar("_T1")
+_T2 = TypeVar("_T2")
 # At run time a C type registered as a collections.abc.MutableMapping (it
 # cannot inherit the ABC); it implements every method itself. keys(),
 # values() and items() return the views of collections.abc.
@@ -96,6 +100,21 @@ class EphemeronMap(MutableMapping[_K, _V]):
     def update(self, other: Iterable[tuple[_K, _V]], /) -> None: ...  # pyright: ignore[reportIncompatibleMethodOverride]
     def copy(self) -> EphemeronMap[_K, _V]: ...
     def __copy__(self) -> EphemeronMap[_K, _V]: ...
+    def __deepcopy__(self, memo: Any, /) -> EphemeronMap[_K, _V]: ...
+    # | and |= as WeakKeyDictionary's (typeshed's overloads): a new map, or
+    # this one updated.
+    @overload
+    def __or__(self, value: Mapping[_K, _V], /) -> EphemeronMap[_K, _V]: ...
+    @overload
+    def __or__(self, value: Mapping[_T1, _T2], /) -> EphemeronMap[Union[_K, _T1], Union[_V, _T2]]: ...
+    @overload
+    def __ror__(self, value: Mapping[_K, _V], /) -> EphemeronMap[_K, _V]: ...
+    @overload
+    def __ror__(self, value: Mapping[_T1, _T2], /) -> EphemeronMap[Union[_K, _T1], Union[_V, _T2]]: ...
+    @overload  # type: ignore[misc]  # as typeshed's dict: |= takes more than |
+    def __ior__(self, value: SupportsKeysAndGetItem[_K, _V], /) -> Self: ...
+    @overload
+    def __ior__(self, value: Iterable[tuple[_K, _V]], /) -> Self: ...
 
 # What stats() returns (docs/collector.md and README.md say what each means).
 class _Stats(TypedDict):

@@ -491,15 +491,83 @@ def test_copy_is_a_new_map_with_the_same_entries():
     assert len(duplicate) == 0 and len(m) == 1
 
 
-def test_copy_copy_is_the_maps_copy_and_deepcopy_is_refused():
+def test_copy_copy_is_the_maps_copy():
     a = Key()
     value = Plain()
     m = coextra.EphemeronMap([(a, value)])
     shallow = copy.copy(m)
     assert type(shallow) is coextra.EphemeronMap and shallow is not m
     assert shallow == m and shallow[a] is value
-    with pytest.raises(TypeError):
+
+
+def test_deepcopy_keeps_the_keys_and_copies_the_values_as_weak_key_dictionary_does():
+    a, b = Key(), Key()
+    m = coextra.EphemeronMap([(a, [1, [2]]), (b, "s")])
+    deep = copy.deepcopy(m)
+    assert type(deep) is coextra.EphemeronMap and deep is not m
+    assert list(deep) == [a, b], "the same key objects, in the same order"
+    assert deep[a] == [1, [2]] and deep[a] is not m[a] and deep[a][1] is not m[a][1]
+    reference = weakref.WeakKeyDictionary([(a, [1, [2]]), (b, "s")])
+    assert dict(copy.deepcopy(reference)) == dict(deep)
+    # A value that references the map references the copy.
+    m[a] = [m]
+    deep = copy.deepcopy(m)
+    assert deep[a][0] is deep
+    # The copy's entries are ephemerons too.
+    del a
+    assert len(deep) == 1 and len(m) == 1
+
+
+def test_deepcopy_propagates_an_error_copying_a_value():
+    class Uncopyable:
+        def __deepcopy__(self, memo):
+            raise RuntimeError("no copies")
+
+    key = Key()
+    m = coextra.EphemeronMap([(key, Uncopyable())])
+    with pytest.raises(RuntimeError, match="no copies"):
         copy.deepcopy(m)
+
+
+def test_or_makes_a_new_map_from_either_side_as_weak_key_dictionary_does():
+    a, b, c = Key(), Key(), Key()
+    m = coextra.EphemeronMap([(a, 1), (b, 2)])
+    merged = m | {b: 20, c: 30}
+    assert type(merged) is coextra.EphemeronMap
+    assert list(merged.items()) == [(a, 1), (b, 20), (c, 30)], "the right side wins, as in dict"
+    assert list(m.items()) == [(a, 1), (b, 2)], "the operands are unchanged"
+    reflected = {b: 20, c: 30} | m
+    assert type(reflected) is coextra.EphemeronMap
+    assert list(reflected.items()) == [(b, 2), (c, 30), (a, 1)]
+    both = m | coextra.EphemeronMap([(c, 3)])
+    assert list(both.items()) == [(a, 1), (b, 2), (c, 3)]
+    reference = weakref.WeakKeyDictionary(m)
+    assert dict(reference | {b: 20, c: 30}) == dict(merged)
+    assert dict({b: 20, c: 30} | reference) == dict(reflected)
+
+
+def test_or_with_what_is_not_a_mapping_is_a_type_error():
+    key = Key()
+    m = coextra.EphemeronMap([(key, 1)])
+    with pytest.raises(TypeError, match="unsupported operand"):
+        m | [(key, 2)]
+    with pytest.raises(TypeError, match="unsupported operand"):
+        5 | m
+    with pytest.raises(TypeError, match="keys must support weak references, not str"):
+        m | {"name": 1}
+
+
+def test_ior_updates_in_place_from_a_mapping_or_pairs():
+    a, b = Key(), Key()
+    m = coextra.EphemeronMap([(a, 1)])
+    same = m
+    m |= {b: 2}
+    m |= [(a, 10)]
+    assert m is same and list(m.items()) == [(a, 10), (b, 2)]
+    with pytest.raises(TypeError, match="not iterable"):
+        m |= 5
+    with pytest.raises(TypeError, match="keys must support weak references"):
+        m |= {"name": 1}
 
 
 def test_repr_counts_the_entries():

@@ -131,6 +131,10 @@ def keyword_calls():
     yield "EphemeronMap.__eq__", lambda: m.__eq__({})
     yield "EphemeronMap.copy", lambda: m.copy()
     yield "EphemeronMap.__copy__", lambda: m.__copy__()
+    yield "EphemeronMap.__deepcopy__", lambda: m.__deepcopy__({})
+    yield "EphemeronMap.__or__", lambda: m | {f: 6}
+    yield "EphemeronMap.__ror__", lambda: {f: 7} | m
+    yield "EphemeronMap.__ior__", lambda: m.__ior__({f: 8})
 
 
 EVALFRAME_STUB = os.path.join(REPO, "python", "coextra", "evalframe.pyi")

@@ -5,6 +5,7 @@ accept it against coextra's stubs, and it must run
 
 from __future__ import annotations
 
+import copy as copying
 from collections.abc import Mapping, MutableMapping
 from types import CodeType
 from typing import Any, Callable, Optional
@@ -72,6 +73,13 @@ def specialisations() -> coextra.EphemeronMap[Model, int]:
     assert count_items(models) == 1 + 10 + 2 + 21 + 2 + 31
     removed: int = models.pop(second)
     assert removed == 21 and models.pop(second, None) is None
+    third = Model(3)
+    merged: coextra.EphemeronMap[Model, int] = models | {third: 30}
+    models |= {third: 31}
+    models |= [(third, 32)]
+    deep: coextra.EphemeronMap[Model, int] = copying.deepcopy(models)
+    assert merged[third] == 30 and models[third] == deep[third] == 32
+    del models[third]
     return models
 
 
