@@ -369,11 +369,18 @@ Py_ssize_t auto_collect_run(Registry *r, long gc_generation) {
             }
             detached += found;
         }
+        // Then one due slice of a map scan or else of the sweep, as any GC
+        // pass runs: a program whose only GC passes are generation-2
+        // collections (one that calls gc.collect() and allocates little)
+        // still finds what died old.
+        Py_ssize_t found = 0;
+        r = registry_current();  // the pass's detaches may have run code
         if (map_scan_slice_due()) {
-            Py_ssize_t found = run_map_scan_slice();
-            return found < 0 ? found : detached + found;
+            found = run_map_scan_slice();
+        } else if (r != nullptr && !r->closed && !r->holders.empty() && sweep_slice_due(r)) {
+            found = run_sweep_slice(r);
         }
-        return detached;
+        return found < 0 ? found : detached + found;
     }
     if (generation.active) {
         return run_generation_slices(false);

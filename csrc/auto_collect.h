@@ -2,8 +2,9 @@
 //
 // At the "start" of every CPython GC pass the callback runs auto_collect_run,
 // which runs at most one of three rules (1: the slices of a generation pass;
-// 2: a map scan slice, or else a sweep slice; 3: a young pass), and at the
-// "stop" auto_collect_after_gc (the generation pass's second look). What runs
+// 2: a map scan slice, or else a sweep slice; 3: a young pass; a
+// generation-2 collection runs rule 1 and then a due slice of rule 2), and at
+// the "stop" auto_collect_after_gc (the generation pass's second look). What runs
 // when, and why that keeps the bound: docs/design.md, "Automatic collection"
 // (sections "Rule 1" to "Rule 3", "The bound", "Adaptive tenuring", "Map
 // entries and map scans"); the constants below are its table "Constants".

@@ -210,13 +210,20 @@ protected:
         // died yet (adaptive tenuring, and how far a generation-2
         // collection's slices go), until a test makes one.
         auto_collect_state().generation = {};
+        // No sweep comes due (rule 2 has tests of its own that set one due):
+        // a generation-2 collection would follow its pass with a slice of it.
+        saved_sweep = auto_collect_state().sweep;
+        auto_collect_state().sweep.active = false;
+        auto_collect_state().sweep.ended = AutoCollectState::Clock::now() + std::chrono::hours(24);
         auto_collect_state().detached_at_program_start = collector_stats().detached_by_collector;
         auto_collect_state().entries_removed_at_program_start = collector_stats().entries_removed_by_collector;
     }
     void TearDown() override {
+        auto_collect_state().sweep = saved_sweep;
         py::module_::import("gc").attr("enable")();
         Collector::TearDown();
     }
+    AutoCollectState::Sweep saved_sweep;
     // One GC pass of `generation` as automatic collection sees it: its
     // "start", and its "stop" after CPython freed `collected` objects.
     Py_ssize_t gc_pass(long generation, Py_ssize_t collected = 0) {
@@ -474,6 +481,23 @@ TEST_F(GenerationSlices, SweepsComeSoonerWhileTheyFindCachesThatDiedOld) {
     EXPECT_FALSE(sweep_after(1.0, 1e6)) << "but not before 15 times the duration";
     EXPECT_FALSE(sweep_after(2.0, 100.0)) << "finding few: the allowance lasts longer";
     state.sweep = saved;
+}
+
+// A generation-2 collection follows its generation pass with a due slice of
+// rule 2, so a program whose only GC passes are gc.collect() calls finds the
+// caches that died old too.
+TEST_F(GenerationSlices, AGeneration2CollectionAlsoRunsADueSweepSlice) {
+    attach_live(100);
+    whole_pass();
+    attach_live(1);  // young: the next collection has a generation pass to run
+    live.erase(live.begin(), live.begin() + 40);  // 40 old caches die
+    AutoCollectState &state = auto_collect_state();
+    ASSERT_EQ(gc_pass(2), 0) << "no sweep due: the generation pass alone, all live";
+    state.sweep.ended = AutoCollectState::Clock::time_point{};  // a sweep is due
+    uint64_t slices = state.stats.sweep_slices;
+    EXPECT_EQ(gc_pass(2), 40) << "the generation pass, then a sweep slice over every holder";
+    EXPECT_EQ(state.stats.sweep_slices, slices + 1);
+    EXPECT_EQ(registry_get()->holders.size(), live.size());
 }
 
 // A sweep lists the module dicts anew when it begins, as a generation pass

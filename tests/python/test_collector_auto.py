@@ -214,13 +214,15 @@ def attached(refs) -> int:
     return sum(1 for r in refs if r() is not None and coextra.holder(r()) is not None)
 
 
-def drive_gc_until(done, seconds: float = 30.0) -> bool:
-    """Young collections (as a running program triggers them) until done()."""
+def drive_gc_until(done, seconds: float = 30.0, generation: int = 0) -> bool:
+    """GC passes of `generation` until done(): young ones, as a running
+    program triggers them, or generation-2 ones, as a program (a test
+    harness, a REPL) that calls gc.collect() and allocates little."""
     deadline = time.monotonic() + seconds
     while not done():
         if time.monotonic() > deadline:
             return False
-        gc.collect(0)
+        gc.collect(generation)
         time.sleep(0.001)
     return True
 
@@ -235,14 +237,16 @@ def old_caches(count: int) -> list:
     return functions
 
 
-def test_caches_that_die_old_are_swept_without_calling_collect():
+@pytest.mark.parametrize("generation", [0, 2], ids=["young-collections", "gc.collect-only"])
+def test_caches_that_die_old_are_swept_without_calling_collect(generation):
     coextra.reset()
     functions = old_caches(4_000)
     kept, dropped = functions[::2], [weakref.ref(f.__code__) for f in functions[1::2]]
     before = coextra.stats()
     del functions
     assert alive(dropped) == 2_000, "only their caches keep them now"
-    assert drive_gc_until(lambda: attached(dropped) == 0), f"{attached(dropped)} dead old caches left"
+    assert drive_gc_until(lambda: attached(dropped) == 0, generation=generation), \
+        f"{attached(dropped)} dead old caches left"
     gc.collect()
     assert alive(dropped) == 0
     after = coextra.stats()
