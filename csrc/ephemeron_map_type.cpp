@@ -276,9 +276,49 @@ PyMethodDef view_iter_defs[] = {
     {"__iter__", items_view_iter, METH_O, nullptr},
 };
 
+// __contains__ of the items view: `item in m.items()` answers as dict's
+// items view does, False for what is not a (key, value) tuple or has a key
+// the map cannot hold (without weak references: the abc's would raise
+// m[key]'s TypeError), else whether m's value for key is or equals value.
+// For a view someone made over another mapping, the abc's answer.
+PyObject *items_view_contains(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "coextra: __contains__() takes exactly one argument");
+        return nullptr;
+    }
+    PyObject *view = args[0], *item = args[1];
+    Ref mapping = Ref::steal(PyObject_GetAttrString(view, "_mapping"));
+    if (!mapping) {
+        return nullptr;
+    }
+    if (!PyObject_TypeCheck(mapping.get(), &EphemeronMapType)) {
+        Ref base = abc_attribute("ItemsView");
+        Ref base_contains = base ? Ref::steal(PyObject_GetAttrString(base.get(), "__contains__")) : Ref();
+        return base_contains ? PyObject_CallFunctionObjArgs(base_contains.get(), view, item, nullptr) : nullptr;
+    }
+    if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
+        Py_RETURN_FALSE;
+    }
+    EphemeronEntry *e = ephemeron_find_entry(reinterpret_cast<EphemeronMap *>(mapping.get()), PyTuple_GET_ITEM(item, 0));
+    // The comparison may run code that changes the map: hold the value.
+    Ref value = e != nullptr ? Ref::borrow(e->value) : Ref();
+    int equal = value ? PyObject_RichCompareBool(value.get(), PyTuple_GET_ITEM(item, 1), Py_EQ) : 0;
+    return equal < 0 ? nullptr : PyBool_FromLong(equal);
+}
+
+PyMethodDef items_view_contains_def = {
+    "__contains__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(items_view_contains)),
+    METH_FASTCALL, nullptr};
+
+// An instance method (so that it binds to the view) of a C function.
+Ref view_method(PyMethodDef *def) {
+    Ref function = Ref::steal(PyCFunction_New(def, nullptr));
+    return function ? Ref::steal(PyInstanceMethod_New(function.get())) : Ref();
+}
+
 // The view type of `kind` (borrowed), made on first use: class
-// <name>(collections.abc.<abc_name>) with __slots__ = () and a C __iter__
-// (an instance method, so that it binds to the view).
+// <name>(collections.abc.<abc_name>) with __slots__ = (), a C __iter__ and,
+// for items, a C __contains__.
 PyObject *view_type(size_t kind) {
     ViewKind &k = view_kinds[kind];
     if (k.type != nullptr) {
@@ -288,12 +328,17 @@ PyObject *view_type(size_t kind) {
     if (!base) {
         return nullptr;
     }
-    Ref function = Ref::steal(PyCFunction_New(&view_iter_defs[kind], nullptr));
-    Ref method = function ? Ref::steal(PyInstanceMethod_New(function.get())) : Ref();
+    Ref method = view_method(&view_iter_defs[kind]);
     Ref slots = Ref::steal(PyTuple_New(0));
     Ref ns = method && slots ? Ref::steal(Py_BuildValue("{s:O,s:O,s:s}", "__iter__", method.get(), "__slots__",
                                                         slots.get(), "__module__", "coextra"))
                              : Ref();
+    if (ns && k.part == EntryPart::kItems) {
+        Ref contains = view_method(&items_view_contains_def);
+        if (!contains || PyDict_SetItemString(ns.get(), "__contains__", contains.get()) < 0) {
+            ns.reset();
+        }
+    }
     Ref made = ns ? Ref::steal(PyObject_CallFunction(reinterpret_cast<PyObject *>(Py_TYPE(base.get())), "s(O)O",
                                                      k.name, base.get(), ns.get()))
                   : Ref();

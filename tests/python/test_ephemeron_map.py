@@ -243,6 +243,31 @@ def test_contains_is_false_for_keys_that_cannot_be_weakly_referenced(key):
     m[other] = "other"
     assert (key in m) is False
     assert (key in weakref.WeakKeyDictionary()) is False
+    # So do the views, and the set operations built on them, as dict's.
+    assert (key in m.keys()) is False
+    assert ((key, "other") in m.items()) is False
+    assert m.items() & {(key, "other")} == set()
+    assert m.items().isdisjoint([(key, "other")])
+    assert ((key, "other") in dict.fromkeys([other], "other").items()) is False
+
+
+def test_items_contains_answers_as_dicts_items_view():
+    k, other = Key(), Key()
+    value = [1]
+    m = coextra.EphemeronMap([(k, value)])
+    assert (k, value) in m.items() and (k, [1]) in m.items(), "the very value, or an equal one"
+    assert (k, [2]) not in m.items() and (other, value) not in m.items()
+    assert [k, value] not in m.items() and (k,) not in m.items() and k not in m.items(), \
+        "only (key, value) tuples, as dict's"
+    assert m.items() & {(k, 5), (other, 5)} == set()
+
+    class Unequal:
+        def __eq__(self, other):
+            raise RuntimeError("no comparison")
+
+    m[k] = Unequal()
+    with pytest.raises(RuntimeError, match="no comparison"):
+        (k, 0) in m.items()
 
 
 def test_wrong_arguments_raise_type_error_or_value_error():
@@ -360,6 +385,7 @@ def test_views_made_over_another_mapping_iterate_it_as_collections_abc_does():
     assert list(type(m.keys())(other)) == ["a", "b"]
     assert list(type(m.values())(other)) == [1, 2]
     assert list(type(m.items())(other)) == [("a", 1), ("b", 2)]
+    assert ("a", 1) in type(m.items())(other) and ("a", 2) not in type(m.items())(other)
 
 
 def test_iteration_is_over_a_snapshot_so_mutating_meanwhile_is_safe():
