@@ -97,6 +97,13 @@ def test_including_the_headers_adds_no_warning(tmp_path, compiler, language, sta
     assert result.returncode == 0, result.stderr
 
 
+@pytest.mark.parametrize("compiler", ["gcc", "clang"])
+def test_the_cpp_wrapper_says_it_needs_cpp14(tmp_path, compiler):
+    result = compile_client(tmp_path, compiler, "c++", "c++11", "#include <coextra/coextra.hpp>\n")
+    assert result.returncode != 0
+    assert "coextra: coextra.hpp needs C++14 or later" in result.stderr
+
+
 # A warning of the kind each set of flags is there for, planted in the client.
 PLANTED = {"c": "int planted();\n",                         # no prototype
            "c++": "void *planted();\nvoid *planted() { return 0; }\n"}  # 0 as a null pointer

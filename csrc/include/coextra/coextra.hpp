@@ -15,6 +15,10 @@
 #ifndef COEXTRA_COEXTRA_HPP
 #define COEXTRA_COEXTRA_HPP
 
+#if (defined(_MSVC_LANG) ? _MSVC_LANG : __cplusplus) < 201402L
+#error "coextra: coextra.hpp needs C++14 or later (coextra.h alone is C99 and C++11)"
+#endif
+
 #include "coextra.h"
 #include "ref.hpp"
 
