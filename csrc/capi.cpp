@@ -76,6 +76,9 @@ PyObject *api_ensure(PyObject *code) {
 // dropping what may be its only other reference.
 
 PyObject *api_add(PyObject *holder, PyObject *product, PyObject *guard) {
+    if (entry_check_guard(guard, "COEXTRA_API->add()") < 0) {
+        return nullptr;
+    }
     Ref keep = Ref::borrow(holder);
     return reinterpret_cast<PyObject *>(holder_add(as_holder(holder), product, guard));
 }

@@ -10,14 +10,18 @@ static int64_t live_entries = 0;
 
 int64_t entry_live_count() { return live_entries; }
 
+int entry_check_guard(PyObject *guard, const char *caller) {
+    if (guard != nullptr && guard != Py_None && !PyCallable_Check(guard)) {
+        PyErr_Format(PyExc_TypeError, "coextra: %s: guard must be callable or None, not %.200s", caller,
+                     Py_TYPE(guard)->tp_name);
+        return -1;
+    }
+    return 0;
+}
+
 Entry *entry_new(PyObject *product, PyObject *guard) {
     if (guard == Py_None) {
         guard = nullptr;
-    }
-    if (guard != nullptr && !PyCallable_Check(guard)) {
-        PyErr_Format(PyExc_TypeError, "coextra: guard must be callable or None, not %.200s",
-                     Py_TYPE(guard)->tp_name);
-        return nullptr;
     }
     Entry *self = PyObject_GC_New(Entry, &EntryType);
     if (self == nullptr) {

@@ -23,8 +23,14 @@ extern PyTypeObject EntryType;
 
 inline bool entry_check(PyObject *op) { return Py_IS_TYPE(op, &EntryType); }
 
-// New entry, or NULL with an exception. `guard` may be NULL or None (no guard);
-// anything else must be callable (TypeError otherwise).
+// 0 when `guard` can be an entry's guard: NULL, None (no guard) or a
+// callable; else -1 with a TypeError naming `caller`, the public function it
+// was given to ("attach()"). Every entry point that takes a guard checks it
+// so before holder_add().
+int entry_check_guard(PyObject *guard, const char *caller);
+
+// New entry, or NULL with an exception. `guard` is NULL, None (no guard) or
+// a callable (entry_check_guard).
 Entry *entry_new(PyObject *product, PyObject *guard);
 
 int entry_type_ready();

@@ -268,7 +268,8 @@ static PyObject *holder_py_add(PyObject *op, PyObject *const *args, Py_ssize_t n
                                PyObject *kwnames) {
     static const char *const names[] = {"product", "guard"};
     PyObject *values[2] = {nullptr, Py_None};
-    if (!parse_fastcall_args("Holder.add", names, 2, args, nargs, kwnames, values)) {
+    if (!parse_fastcall_args("Holder.add", names, 2, args, nargs, kwnames, values) ||
+        entry_check_guard(values[1], "Holder.add()") < 0) {
         return nullptr;
     }
     return reinterpret_cast<PyObject *>(

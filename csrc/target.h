@@ -13,8 +13,9 @@ namespace coextra::detail {
 // What an `obj` parameter accepts, as its TypeError says.
 constexpr const char kCodeTargets[] = "a code object, a Python function or a bound method of one";
 
-// The code object of obj (borrowed from obj), or NULL with TypeError.
-inline PyObject *code_of(PyObject *obj) {
+// The code object of obj (borrowed from obj), or NULL with a TypeError that
+// names `caller`, the public function obj was given to.
+inline PyObject *code_of(PyObject *obj, const char *caller) {
     if (PyCode_Check(obj)) {
         return obj;
     }
@@ -22,7 +23,8 @@ inline PyObject *code_of(PyObject *obj) {
     if (PyFunction_Check(function)) {
         return PyFunction_GET_CODE(function);
     }
-    PyErr_Format(PyExc_TypeError, "coextra: expected %s, not %.200s", kCodeTargets, Py_TYPE(obj)->tp_name);
+    PyErr_Format(PyExc_TypeError, "coextra: %s(): obj must be %s, not %.200s", caller, kCodeTargets,
+                 Py_TYPE(obj)->tp_name);
     return nullptr;
 }
 
@@ -37,6 +39,6 @@ inline PyObject *code_of(PyObject *obj) {
 // the code; results that outlive the call (a holder, an entry) are new
 // references taken before it is released, so a code object that dies at the
 // end of the call detaches its holder cleanly.
-inline Ref code_ref(PyObject *obj) { return Ref::borrow(code_of(obj)); }
+inline Ref code_ref(PyObject *obj, const char *caller) { return Ref::borrow(code_of(obj, caller)); }
 
 }  // namespace coextra::detail

@@ -78,7 +78,7 @@ PyObject *py_explain(PyObject *, PyObject *const *args, Py_ssize_t nargs, PyObje
         return explain_entry_paths(values[0], reinterpret_cast<EphemeronMap *>(map),
                                    collector_budget());
     }
-    Ref code = code_ref(values[0]);  // explain_paths allocates: hold the code (target.h)
+    Ref code = code_ref(values[0], "explain");  // explain_paths allocates: hold the code (target.h)
     if (!code) {
         // code_of's TypeError, with a hint for the commonest slip: a map's key without its map.
         PyErr_Format(PyExc_TypeError,

@@ -38,7 +38,7 @@ PyObject *py_holder(PyObject *, PyObject *const *args, Py_ssize_t nargs, PyObjec
     if (!parse_fastcall_args("holder", names, 2, args, nargs, kwnames, values)) {
         return nullptr;
     }
-    PyObject *code = code_of(values[0]);  // borrowed: a lookup runs no code
+    PyObject *code = code_of(values[0], "holder");  // borrowed: a lookup runs no code
     if (code == nullptr) {
         return nullptr;
     }
@@ -52,7 +52,7 @@ PyObject *py_holder(PyObject *, PyObject *const *args, Py_ssize_t nargs, PyObjec
     }
     // The allocation can run any code, which may take the function's code
     // away (target.h): hold it until we are done.
-    Ref held = code_ref(values[0]);
+    Ref held = code_ref(values[0], "holder");
     h = registry_ensure(held.get());
     return h ? Py_NewRef(reinterpret_cast<PyObject *>(h)) : nullptr;
 }
@@ -61,10 +61,11 @@ PyObject *py_holder(PyObject *, PyObject *const *args, Py_ssize_t nargs, PyObjec
 PyObject *py_attach(PyObject *, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
     static const char *const names[] = {"obj", "product", "guard"};
     PyObject *values[3] = {nullptr, nullptr, Py_None};
-    if (!parse_fastcall_args("attach", names, 3, args, nargs, kwnames, values)) {
+    if (!parse_fastcall_args("attach", names, 3, args, nargs, kwnames, values) ||
+        entry_check_guard(values[2], "attach()") < 0) {
         return nullptr;
     }
-    Ref code = code_ref(values[0]);
+    Ref code = code_ref(values[0], "attach");
     if (!code) {
         return nullptr;
     }
@@ -85,7 +86,7 @@ PyObject *py_detach(PyObject *, PyObject *const *args, Py_ssize_t nargs, PyObjec
     if (!parse_fastcall_args("detach", names, 1, args, nargs, kwnames, &obj)) {
         return nullptr;
     }
-    Ref code = code_ref(obj);
+    Ref code = code_ref(obj, "detach");
     if (!code) {
         return nullptr;
     }

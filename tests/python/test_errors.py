@@ -27,10 +27,14 @@ BAD_CALLS = [
     (lambda: coextra.attach(make_function(), 1, flag=True), TypeError,
      "coextra: attach() got an unexpected or repeated argument 'flag'"),
     (lambda: coextra.attach(42, "product"), TypeError,
-     "coextra: expected a code object, a Python function or a bound method of one, not int"),
+     "coextra: attach(): obj must be a code object, a Python function or a bound method of one, not int"),
     (lambda: coextra.holder([].append), TypeError,
-     "coextra: expected a code object, a Python function or a bound method of one, "
+     "coextra: holder(): obj must be a code object, a Python function or a bound method of one, "
      "not builtin_function_or_method"),
+    (lambda: coextra.detach("f"), TypeError,
+     "coextra: detach(): obj must be a code object, a Python function or a bound method of one, not str"),
+    (lambda: coextra.attach(make_function(), "product", guard=3), TypeError,
+     "coextra: attach(): guard must be callable or None, not int"),
     (lambda: coextra.explain(object()), TypeError,
      "coextra: explain(): obj must be a code object, a Python function or a bound method of one, "
      "not object (for an EphemeronMap key, pass map=)"),
@@ -56,7 +60,7 @@ BAD_CALLS = [
     (lambda: holder().remove(coextra.attach(make_function(), "elsewhere")), ValueError,
      "coextra: Holder.remove(): the entry is not in this holder"),
     (lambda: holder().add("product", guard=1), TypeError,
-     "coextra: guard must be callable or None, not int"),
+     "coextra: Holder.add(): guard must be callable or None, not int"),
     (lambda: coextra.explain(make_function(), map={}), TypeError,
      "coextra: explain(): map must be None or an EphemeronMap, not dict"),
     (lambda: evalframe.enable(print, trace="x"), TypeError,
