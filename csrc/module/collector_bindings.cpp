@@ -114,7 +114,8 @@ PyMethodDef functions[] = {
     {"explain", as_method(py_explain), METH_FASTCALL | METH_KEYWORDS,
      "explain($module, /, obj, map=None)\n--\n\nexplain(obj, map=None) -> list[list]\n\n"
      "The reference paths from the holder of obj's code back to that code, each\n"
-     "[holder, entry, product, ..., code], shortest first; [] when there is none\n"
+     "[holder, entry, product (or the entry's guard), ..., code], shortest first;\n"
+     "[] when there is none\n"
      "within the budget. With an EphemeronMap: the paths from the entry of the key\n"
      "obj back to obj, each [entry, value, ..., obj]."},
     {nullptr, nullptr, 0, nullptr},
