@@ -108,12 +108,22 @@ def stress(*argv: str) -> subprocess.CompletedProcess:
     (["--waves", "0"], "need 1 <= --waves <= -n/--functions, not --waves 0 and -n 10000"),
     (["--stores", "lru"], "unknown store(s) lru; choose from naive (naive co_extra store), "
                           "weakkeydict (WeakKeyDictionary), coextra (coextra)"),
+    (["--plot", "/proc/coextra/plot.svg"], "--plot /proc/coextra/plot.svg: cannot write it (No such file or directory)"),
 ])
 def test_the_stress_demo_reports_bad_options_as_usage_errors(argv, message):
     proc = stress(*argv)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1] == f"coextra-stress: error: {message}"
     assert "Traceback" not in proc.stderr
+
+
+def test_the_stress_demo_refuses_a_plot_format_matplotlib_cannot_write_before_running():
+    pytest.importorskip("matplotlib")
+    proc = stress("--plot", "figures.txt")  # the default run would take seconds first
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1].startswith(
+        "coextra-stress: error: --plot figures.txt: matplotlib cannot write .txt files (choose from ")
+    assert ".svg" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_the_stress_demo_accepts_a_store_by_the_label_it_prints():

@@ -363,7 +363,36 @@ def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
         choices = ", ".join(f"{name} ({store.label})" for name, store in _workload.STORES.items())
         parser.error(f"unknown store(s) {', '.join(unknown) or repr(args.stores)}; choose from {choices}")
     args.store_list = list(dict.fromkeys(names[s.lower()] for s in given))
+    if args.plot:
+        problem = plot_path_problem(args.plot)
+        if problem:
+            parser.error(f"--plot {args.plot}: {problem}")
     return args
+
+
+def plot_path_problem(path: str) -> Optional[str]:
+    """Why the plot could not be written to `path`, found before the run
+    rather than after it, or None: a format matplotlib cannot write (when it
+    is installed), or a file that cannot be created."""
+    extension = os.path.splitext(path)[1][1:].lower()
+    try:
+        from matplotlib.backend_bases import FigureCanvasBase
+    except ImportError:
+        pass  # no plot at all: main() says so after the table
+    else:
+        formats = FigureCanvasBase.get_supported_filetypes()
+        if extension and extension not in formats:
+            return f"matplotlib cannot write .{extension} files (choose from .{', .'.join(sorted(formats))})"
+    existed = os.path.exists(path)
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "ab"):
+            pass
+    except OSError as error:
+        return f"cannot write it ({error.strerror})"
+    if not existed:
+        os.remove(path)
+    return None
 
 
 def main(argv: Optional[list[str]] = None) -> int:
