@@ -55,6 +55,25 @@ def test_summary_format_files_keep_their_groups_and_checks(tmp_path):
     assert "Check: a <= 160 B: 100.0 -- met." in markdown
 
 
+def test_a_missed_target_never_prints_as_the_target_itself(tmp_path):
+    suite = {"suite": "bench_collector.py", "python": "3.x", "how": "measured", "groups": [],
+             "checks": [{"what": "100,000 live holders attached, a small list product: time in automatic "
+                                 "passes, in % of the run (target <= 5)", "value": 5.0371, "passed": False},
+                        {"what": "other (target <= 5)", "value": 4.96, "passed": True},
+                        {"what": "no target", "value": 5.0371, "passed": False}]}
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "collector.json").write_text(json.dumps(suite))
+    readme = tmp_path / "README.md"
+    readme.write_text("<!-- bench-summary:begin -->\n<!-- bench-summary:end -->\n")
+    subprocess.run([sys.executable, SCRIPT, str(tmp_path / "results"), "--readme", str(readme)],
+                   check=True, capture_output=True, text=True)
+    markdown = (tmp_path / "results" / "summary.md").read_text()
+    assert "(target <= 5): 5.04 -- NOT met." in markdown
+    assert "other (target <= 5): 5.0 -- met." in markdown, "one decimal while it says the truth"
+    assert "no target: 5.0 -- NOT met." in markdown
+    assert "| 5.04% of the time | target: at most 5% | NOT met |" in readme.read_text()
+
+
 def test_an_unknown_json_file_is_listed_and_fails_the_run(tmp_path):
     good = {"suite": "S", "groups": [{"title": "T", "unit": "ns", "reference": "a", "results": {"a": 1.0}}]}
     (tmp_path / "good.json").write_text(json.dumps(good))
