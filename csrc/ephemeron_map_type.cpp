@@ -531,11 +531,22 @@ int map_init(PyObject *self, PyObject *args, PyObject *kwargs) {
     return other != nullptr ? update_from(reinterpret_cast<EphemeronMap *>(self), other) : 0;
 }
 
+// The entries of m whose key is alive: len(m) less those whose key is dying
+// (its weak reference cleared, its callback yet to remove the entry), which
+// iteration passes over too.
+Py_ssize_t usable_entries(const EphemeronMap *m) {
+    Py_ssize_t count = 0;
+    for (size_t p = 0; p < m->table.end(); p++) {
+        count += ephemeron_usable(m->table.at(p)) != nullptr;
+    }
+    return count;
+}
+
 // m == other as Mapping.__eq__ answers, with m's keys compared by identity:
-// other has as many items, and each of its keys is (the very object) a key
-// of m whose value is equal to other's. As the lengths match and m's keys
-// are distinct objects, that is every entry of m. 1, 0, or -1 with an
-// exception.
+// other has as many items as m has usable entries, and each of its keys is
+// (the very object) a key of m whose value is equal to other's. As the
+// counts match and m's keys are distinct objects, that is every usable
+// entry of m. 1, 0, or -1 with an exception.
 int map_equal(EphemeronMap *m, PyObject *other) {
     if (other == reinterpret_cast<PyObject *>(m)) {
         return 1;
@@ -544,7 +555,7 @@ int map_equal(EphemeronMap *m, PyObject *other) {
     if (!items) {
         return -1;
     }
-    int equal = PyList_GET_SIZE(items.get()) == static_cast<Py_ssize_t>(m->table.size());
+    int equal = PyList_GET_SIZE(items.get()) == usable_entries(m);
     for (Py_ssize_t i = 0; equal == 1 && i < PyList_GET_SIZE(items.get()); i++) {
         Ref pair = as_pair(PyList_GET_ITEM(items.get(), i), "EphemeronMap.__eq__");
         if (!pair) {

@@ -494,6 +494,26 @@ def test_equality_compares_keys_by_identity():
     assert m != {b: 1} and {b: 1} != m
 
 
+@pytest.mark.parametrize("kind", [coextra.EphemeronMap, weakref.WeakKeyDictionary])
+def test_while_a_key_dies_the_map_equals_its_own_items_as_weak_key_dictionary_does(kind):
+    """In a weak reference callback run while a key dies, its entry is still
+    counted by len() but no longer iterated: == goes by the entries iterated."""
+    m = kind()
+    other = Key()
+    m[other] = 2
+    seen = []
+
+    def look(_):
+        seen.append((len(m), list(m.items()), m == dict(m.items()), m == m.copy()))
+
+    dying = Key()
+    m[dying] = 1
+    watch = weakref.ref(dying, look)  # newer callbacks run first: before the map's own
+    del dying
+    assert seen == [(2, [(other, 2)], True, True)]
+    assert len(m) == 1 and watch() is None
+
+
 def test_a_map_is_unhashable_as_a_dict_is():
     assert coextra.EphemeronMap.__hash__ is None
     with pytest.raises(TypeError, match="unhashable"):
