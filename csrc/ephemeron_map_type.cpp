@@ -232,6 +232,16 @@ Ref abc_attribute(const char *name) {
     return abc ? Ref::steal(PyObject_GetAttrString(abc.get(), name)) : Ref();
 }
 
+// 1 when obj is a map or a collections.abc.Mapping, 0 when not, -1 with an
+// exception: what == and | (either way round) accept on the other side.
+int is_mapping(PyObject *obj) {
+    if (Py_IS_TYPE(obj, &EphemeronMapType)) {
+        return 1;
+    }
+    Ref abc_mapping = abc_attribute("Mapping");
+    return abc_mapping ? PyObject_IsInstance(obj, abc_mapping.get()) : -1;
+}
+
 // keys(), values() and items() return views of collections.abc, as
 // Mapping's own methods do: the map is registered as a MutableMapping, so
 // code typed against Mapping may use set operations on keys() and items().
@@ -492,13 +502,8 @@ PyObject *map_deepcopy(PyObject *self, PyObject *memo) {
 // collections.abc.Mapping on the other side): a new map with the left
 // operand's entries, then the right one's. Anything else: NotImplemented.
 PyObject *map_or(PyObject *left, PyObject *right) {
-    Ref abc_mapping;
     for (PyObject *operand : {left, right}) {
-        if (Py_IS_TYPE(operand, &EphemeronMapType)) {
-            continue;
-        }
-        abc_mapping = abc_attribute("Mapping");
-        int mapping = abc_mapping ? PyObject_IsInstance(operand, abc_mapping.get()) : -1;
+        int mapping = is_mapping(operand);
         if (mapping <= 0) {
             return mapping < 0 ? nullptr : Py_NewRef(Py_NotImplemented);
         }
@@ -575,11 +580,7 @@ PyObject *map_richcompare(PyObject *self, PyObject *other, int op) {
     if (op != Py_EQ && op != Py_NE) {
         Py_RETURN_NOTIMPLEMENTED;
     }
-    int mapping = 1;
-    if (!Py_IS_TYPE(other, &EphemeronMapType)) {
-        Ref abc_mapping = abc_attribute("Mapping");
-        mapping = abc_mapping ? PyObject_IsInstance(other, abc_mapping.get()) : -1;
-    }
+    int mapping = is_mapping(other);
     if (mapping <= 0) {
         return mapping < 0 ? nullptr : Py_NewRef(Py_NotImplemented);
     }
