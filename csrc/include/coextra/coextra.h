@@ -84,9 +84,10 @@
 #include <Python.h>
 #include <stddef.h>
 
-/* NULL and casts that strict C++ warnings accept (-Wzero-as-null-pointer-constant,
- * -Wold-style-cast), so that including this header adds none to a client's
- * build; CPython's own headers do the same from 3.12. */
+/* NULL and casts that strict C++ warnings accept
+ * (-Wzero-as-null-pointer-constant, -Wold-style-cast), so that including
+ * this header adds none to a client's build; CPython's own headers do the
+ * same from 3.12. */
 #ifdef __cplusplus
 #define COEXTRA_NULL nullptr
 #define COEXTRA_CAST(type, expression) static_cast<type>(expression)
