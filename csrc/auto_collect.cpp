@@ -104,7 +104,7 @@ void learn_slice_time(double seconds, size_t holders, size_t positions) {
 
 // What a slice found: what collector_collect_slice returned (holders
 // detached plus map entries removed, or -1 with an exception), and of it the
-// holders, which the rules go by ("Holders and map entries", auto_collect.h),
+// holders, which the rules go by (docs/design.md, "Map entries and map scans"),
 // and how many map positions it walked.
 struct SliceFound {
     Py_ssize_t found;
@@ -283,7 +283,7 @@ Py_ssize_t run_sweep_slice(const Registry *r) {
 
 // Rule 2: the map scan, one slice at a time. Not run more often while it
 // finds entries, as the sweep is: map entries say nothing of the bound on
-// holders ("Holders and map entries", auto_collect.h).
+// holders (docs/design.md, "Map entries and map scans").
 bool map_scan_slice_due() {
     if (map_scan.active) {
         return Clock::now() >= map_scan.next_slice;

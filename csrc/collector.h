@@ -30,7 +30,7 @@ constexpr Py_ssize_t kMaxBudget = 0x7FFFFFFF;
 struct CollectorStats {
     uint64_t collections = 0;            // passes run (explicit and automatic)
     uint64_t auto_collections = 0;       // of which started from gc.callbacks
-    // Holders and map entries apart (auto_collect.h, "Holders and map entries").
+    // Holders and map entries apart (docs/design.md, "Map entries and map scans").
     uint64_t detached_by_collector = 0;  // holders detached, cumulative
     uint64_t entries_removed_by_collector = 0;  // ephemeron map entries removed, cumulative
     uint64_t budget_exhausted = 0;       // passes that stopped adding nodes at the budget
