@@ -286,6 +286,16 @@ PyMethodDef view_iter_defs[] = {
     {"__iter__", items_view_iter, METH_O, nullptr},
 };
 
+// Whether m holds the item `pair`, a (key, value) tuple: its key is (the
+// very object) a key of m whose value is or equals value. 1, 0, or -1 with
+// the comparison's exception.
+int has_item(EphemeronMap *m, PyObject *pair) {
+    EphemeronEntry *e = ephemeron_find_entry(m, PyTuple_GET_ITEM(pair, 0));
+    // The comparison may run code that changes the map: hold the value.
+    Ref value = e != nullptr ? Ref::borrow(e->value) : Ref();
+    return value ? PyObject_RichCompareBool(value.get(), PyTuple_GET_ITEM(pair, 1), Py_EQ) : 0;
+}
+
 // __contains__ of the items view: `item in m.items()` answers as dict's
 // items view does, False for what is not a (key, value) tuple or has a key
 // the map cannot hold (without weak references: the abc's would raise
@@ -309,11 +319,8 @@ PyObject *items_view_contains(PyObject *, PyObject *const *args, Py_ssize_t narg
     if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
         Py_RETURN_FALSE;
     }
-    EphemeronEntry *e = ephemeron_find_entry(reinterpret_cast<EphemeronMap *>(mapping.get()), PyTuple_GET_ITEM(item, 0));
-    // The comparison may run code that changes the map: hold the value.
-    Ref value = e != nullptr ? Ref::borrow(e->value) : Ref();
-    int equal = value ? PyObject_RichCompareBool(value.get(), PyTuple_GET_ITEM(item, 1), Py_EQ) : 0;
-    return equal < 0 ? nullptr : PyBool_FromLong(equal);
+    int held = has_item(reinterpret_cast<EphemeronMap *>(mapping.get()), item);
+    return held < 0 ? nullptr : PyBool_FromLong(held);
 }
 
 PyMethodDef items_view_contains_def = {
@@ -566,10 +573,7 @@ int map_equal(EphemeronMap *m, PyObject *other) {
         if (!pair) {
             return -1;
         }
-        // The comparison may run code that changes m: hold the value.
-        EphemeronEntry *e = ephemeron_find_entry(m, PyTuple_GET_ITEM(pair.get(), 0));
-        Ref mine = e != nullptr ? Ref::borrow(e->value) : Ref();
-        equal = mine ? PyObject_RichCompareBool(mine.get(), PyTuple_GET_ITEM(pair.get(), 1), Py_EQ) : 0;
+        equal = has_item(m, pair.get());
     }
     return equal;
 }
